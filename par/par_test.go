@@ -1,0 +1,170 @@
+package par
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+)
+
+// cover runs ForGrain and checks that every index in [0, n) is visited
+// exactly once, chunk boundaries are multiples of grain, and there are no
+// more chunks than threads.
+func cover(t *testing.T, p *Pool, n, grain int) {
+	t.Helper()
+	seen := make([]int32, n)
+	var chunks atomic.Int32
+	var bad atomic.Value
+	p.ForGrain(n, grain, func(lo, hi int) {
+		chunks.Add(1)
+		if lo < 0 || hi > n || lo >= hi {
+			bad.Store(fmt.Sprintf("bad chunk [%d,%d)", lo, hi))
+			return
+		}
+		g := max(grain, 1)
+		if lo%g != 0 || (hi != n && hi%g != 0) {
+			bad.Store(fmt.Sprintf("chunk [%d,%d) not aligned to grain %d", lo, hi, g))
+		}
+		for i := lo; i < hi; i++ {
+			atomic.AddInt32(&seen[i], 1)
+		}
+	})
+	if s := bad.Load(); s != nil {
+		t.Fatalf("n=%d grain=%d threads=%d: %s", n, grain, p.Threads(), s)
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("n=%d grain=%d threads=%d: index %d visited %d times", n, grain, p.Threads(), i, c)
+		}
+	}
+	if c := int(chunks.Load()); n > 0 && (c < 1 || c > p.Threads()) {
+		t.Fatalf("n=%d grain=%d threads=%d: %d chunks", n, grain, p.Threads(), c)
+	}
+}
+
+func TestForCovers(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 4, 7} {
+		p := New(threads)
+		for _, n := range []int{0, 1, 2, 3, 5, 7, 16, 31, 100, 1000, 4097} {
+			for _, grain := range []int{0, 1, 3, 16, 64} {
+				cover(t, p, n, grain)
+			}
+		}
+		p.Close()
+	}
+}
+
+func TestNilAndClosedPoolRunInline(t *testing.T) {
+	var p *Pool
+	if p.Threads() != 1 {
+		t.Fatalf("nil pool Threads() = %d, want 1", p.Threads())
+	}
+	calls := 0
+	p.For(10, func(lo, hi int) {
+		calls++
+		if lo != 0 || hi != 10 {
+			t.Fatalf("nil pool chunk [%d,%d), want [0,10)", lo, hi)
+		}
+	})
+	if calls != 1 {
+		t.Fatalf("nil pool: %d calls, want 1", calls)
+	}
+
+	q := New(3)
+	q.Close()
+	q.Close() // idempotent
+	if q.Threads() != 1 {
+		t.Fatalf("closed pool Threads() = %d, want 1", q.Threads())
+	}
+	cover(t, q, 50, 1)
+}
+
+func TestNewDefaultsToNumCPU(t *testing.T) {
+	p := New(0)
+	defer p.Close()
+	if p.Threads() < 1 {
+		t.Fatalf("Threads() = %d", p.Threads())
+	}
+}
+
+func TestForUsesSeveralGoroutines(t *testing.T) {
+	p := New(3)
+	defer p.Close()
+	// Each chunk waits until all three are running at once; with fewer
+	// participants this would spin forever, so bound it.
+	var running atomic.Int32
+	var failed atomic.Bool
+	p.For(3, func(lo, hi int) {
+		running.Add(1)
+		for i := 0; running.Load() < 3; i++ {
+			if i > 1e8 {
+				failed.Store(true)
+				return
+			}
+		}
+	})
+	if failed.Load() {
+		t.Skip("workers did not run concurrently (machine too busy?)")
+	}
+}
+
+func TestPanicReachesCaller(t *testing.T) {
+	p := New(3)
+	defer p.Close()
+	for round := 0; round < 2; round++ { // the pool stays usable after a panic
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Fatalf("recovered %v, want boom", r)
+				}
+			}()
+			p.For(30, func(lo, hi int) {
+				if lo <= 25 && 25 < hi {
+					panic("boom")
+				}
+			})
+			t.Fatal("For returned normally")
+		}()
+		cover(t, p, 30, 1)
+	}
+}
+
+func TestForDoesNotAllocate(t *testing.T) {
+	p := New(3)
+	defer p.Close()
+	var sink atomic.Int64
+	fn := func(lo, hi int) { sink.Add(int64(hi - lo)) }
+	allocs := testing.AllocsPerRun(100, func() { p.ForGrain(1000, 8, fn) })
+	if allocs != 0 {
+		t.Fatalf("ForGrain allocates %v times per call", allocs)
+	}
+}
+
+func ExamplePool_For() {
+	p := New(4)
+	defer p.Close()
+	x := make([]float32, 1000)
+	p.For(len(x), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x[i] = float32(i) * 2
+		}
+	})
+	fmt.Println(x[999])
+	// Output: 1998
+}
+
+// BenchmarkForOverhead measures the cost of one near-empty parallel loop:
+// waking the workers and waiting for them.
+func BenchmarkForOverhead(b *testing.B) {
+	for _, threads := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			p := New(threads)
+			defer p.Close()
+			var sink atomic.Int64
+			fn := func(lo, hi int) { sink.Add(int64(hi - lo)) }
+			b.ReportAllocs()
+			for b.Loop() {
+				p.For(64, fn)
+			}
+		})
+	}
+}
