@@ -1,0 +1,59 @@
+package kv
+
+import "testing"
+
+func fill(c *Cache, slot int, x float32) {
+	for l := 0; l < c.layers; l++ {
+		for i := range c.K(l, slot) {
+			c.K(l, slot)[i] = x
+			c.V(l, slot)[i] = -x
+		}
+	}
+}
+
+func TestCommitAndTruncate(t *testing.T) {
+	c, err := New(2, 3, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 5; s++ {
+		fill(c, s, float32(s))
+	}
+	if err := c.Commit([]int{0, 1}); err != nil { // a chain: in place
+		t.Fatal(err)
+	}
+	if err := c.Commit([]int{3, 4}); err != nil { // a tree path: slots 3, 4 move to 2, 3
+		t.Fatal(err)
+	}
+	want := []float32{0, 1, 3, 4}
+	for l := 0; l < 2; l++ {
+		for s, w := range want {
+			if c.K(l, s)[2] != w || c.V(l, s)[0] != -w {
+				t.Errorf("layer %d slot %d = %v/%v, want %v", l, s, c.K(l, s)[2], c.V(l, s)[0], w)
+			}
+		}
+	}
+	if c.Len() != 4 {
+		t.Fatalf("Len = %d", c.Len())
+	}
+	if err := c.Truncate(1); err != nil || c.Len() != 1 {
+		t.Fatalf("Truncate: %v, Len %d", err, c.Len())
+	}
+	for _, bad := range []struct {
+		name  string
+		slots []int
+	}{{"below prefix", []int{0}}, {"unordered", []int{3, 2}}, {"past capacity", []int{9}}} {
+		if err := c.Commit(bad.slots); err == nil {
+			t.Errorf("%s: commit accepted", bad.name)
+		}
+	}
+	if err := c.Truncate(2); err == nil {
+		t.Error("truncate past Len accepted")
+	}
+	if err := c.Commit(make([]int, 8)); err == nil {
+		t.Error("overflowing commit accepted")
+	}
+	if _, err := New(0, 1, 1); err == nil {
+		t.Error("empty shape accepted")
+	}
+}
