@@ -1,0 +1,118 @@
+package sample
+
+import (
+	"math"
+	"testing"
+)
+
+func TestArgmaxAndGreedy(t *testing.T) {
+	logits := []float32{1, 5, 3, 5, -2}
+	if got := Argmax(logits); got != 1 {
+		t.Fatalf("Argmax = %d, want 1 (first of ties)", got)
+	}
+	s, _ := New(Params{Temp: 0})
+	if got := s.Sample(logits); got != 1 {
+		t.Fatalf("greedy = %d", got)
+	}
+	// With a repetition penalty on token 1, greedy moves to token 3.
+	s, _ = New(Params{Temp: 0, RepeatPenalty: 2})
+	s.Accept(1)
+	if got := s.Sample(logits); got != 3 {
+		t.Fatalf("penalized greedy = %d, want 3", got)
+	}
+}
+
+func TestDeterministicAndSpread(t *testing.T) {
+	logits := make([]float32, 100)
+	for i := range logits {
+		logits[i] = float32(i%10) / 3
+	}
+	run := func(seed uint64) []int32 {
+		s, err := New(Params{Temp: 1, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]int32, 50)
+		for i := range out {
+			out[i] = s.Sample(logits)
+		}
+		return out
+	}
+	a, b, c := run(7), run(7), run(8)
+	same := func(x, y []int32) bool {
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if !same(a, b) {
+		t.Error("same seed, different tokens")
+	}
+	if same(a, c) {
+		t.Error("different seeds, same 50 tokens")
+	}
+	distinct := map[int32]bool{}
+	for _, x := range a {
+		distinct[x] = true
+	}
+	if len(distinct) < 5 {
+		t.Errorf("only %d distinct tokens at temp 1", len(distinct))
+	}
+}
+
+func TestFilters(t *testing.T) {
+	logits := []float32{0, 1, 2, 3, 4, 5, 6, 7}
+	cases := []struct {
+		name string
+		p    Params
+		want []int32 // surviving ids, best first
+	}{
+		{"top-k 3", Params{Temp: 1, TopK: 3}, []int32{7, 6, 5}},
+		{"top-p 0.5", Params{Temp: 1, TopP: 0.5}, []int32{7}},
+		{"top-p 0.9", Params{Temp: 1, TopP: 0.9}, []int32{7, 6, 5}},
+		{"min-p 0.3", Params{Temp: 1, MinP: 0.3}, []int32{7, 6}},
+		{"all", Params{Temp: 1}, []int32{7, 6, 5, 4, 3, 2, 1, 0}},
+	}
+	for _, tc := range cases {
+		s, err := New(tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := s.Distribution(logits)
+		if len(d) != len(tc.want) {
+			t.Errorf("%s: %d candidates, want %d", tc.name, len(d), len(tc.want))
+			continue
+		}
+		var sum float64
+		for i, c := range d {
+			if c.ID != tc.want[i] {
+				t.Errorf("%s: candidate %d = %d, want %d", tc.name, i, c.ID, tc.want[i])
+			}
+			sum += float64(c.P)
+		}
+		if math.Abs(sum-1) > 1e-5 {
+			t.Errorf("%s: probabilities sum to %v", tc.name, sum)
+		}
+	}
+}
+
+func TestTemperatureSharpens(t *testing.T) {
+	logits := []float32{0, 1, 2}
+	cold, _ := New(Params{Temp: 0.1})
+	hot, _ := New(Params{Temp: 2})
+	pc := cold.Distribution(logits)[0].P
+	ph := hot.Distribution(logits)[0].P
+	if !(pc > 0.99 && ph < 0.6) {
+		t.Errorf("top probability cold %v, hot %v", pc, ph)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, p := range []Params{{TopP: 2}, {MinP: -1}, {Temp: float32(math.NaN())}, {TopK: -1}, {RepeatPenalty: -1}} {
+		if _, err := New(p); err == nil {
+			t.Errorf("%+v accepted", p)
+		}
+	}
+}
