@@ -1,0 +1,358 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"shade/kv"
+	"shade/quant"
+)
+
+// Batch is a set of tokens run through the model together. Each row has a
+// token, a position and a parent: the batch row it follows, or -1 when it
+// follows the committed cache directly. A row attends to the committed
+// cache, its ancestors in the batch and itself. Nil Pos means positions
+// continue the cache (Len+i); nil Parent means a chain (row i follows i-1),
+// which is how a prompt or a single decode step runs.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32
+	Parent []int32
+}
+
+// Chain returns a batch of tokens that follow each other.
+func Chain(tokens []int32) Batch { return Batch{Tokens: tokens} }
+
+// State is one sequence being run through a model: its KV cache, the batch
+// in flight and the buffers every pass reuses. The forward pass runs in
+// three calls so that callers can act between layers:
+//
+//	s.Begin(batch)          // embed
+//	s.RunLayers(0, n, hook) // hook(i) runs after layer i
+//	s.Logits(rows, out)     // final norm + LM head on chosen rows only
+//
+// then s.Commit(rows) keeps the KV entries of a root path of the batch.
+type State struct {
+	m     *Model
+	cfg   *Config
+	Cache *kv.Cache
+
+	// The batch in flight.
+	n      int     // rows
+	base   int     // cache length at Begin
+	tokens []int32 // (n)
+	pos    []int32 // (n)
+	parent []int32 // (n)
+	chain  bool    // row i follows row i-1
+	vis    [][]int32
+	next   int // next layer to run
+	live   []int32
+
+	// Activations, row-major with n rows.
+	x        []float32 // (n, dim) residual stream
+	xb       []float32 // (n, dim) normed input
+	q        []float32 // (n, qdim)
+	k, v     []float32 // (n, kvdim)
+	att      []float32 // (n, qdim)
+	proj     []float32 // (n, dim)
+	hb, hb2  []float32 // (n, ffn)
+	ropeCos  []float32 // (n, ropeDim/2)
+	ropeSin  []float32 // (n, ropeDim/2)
+	scores   [][]float32
+	visBuf   []int32
+	scratch  quant.Scratch
+	headNorm []float32 // (n, dim) for the LM head
+
+	// LayerTimes[i] is how long layer i took in the last pass.
+	LayerTimes []time.Duration
+}
+
+// NewState returns a state with a KV cache of ctx slots (the longest
+// sequence plus the largest batch in flight).
+func (m *Model) NewState(ctx int) (*State, error) {
+	c := m.Config
+	cache, err := kv.New(c.Layers, c.KVDim(), ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers)}
+	s.scores = make([][]float32, max(1, m.Pool.Threads()))
+	return s, nil
+}
+
+// Model returns the model the state runs.
+func (s *State) Model() *Model { return s.m }
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func growInt(b []int32, n int) []int32 {
+	if cap(b) < n {
+		return make([]int32, n)
+	}
+	return b[:n]
+}
+
+// Begin validates a batch, embeds its tokens and prepares layer 0.
+func (s *State) Begin(b Batch) error {
+	c := s.cfg
+	n := len(b.Tokens)
+	if n == 0 {
+		return fmt.Errorf("model: empty batch")
+	}
+	if (b.Pos != nil && len(b.Pos) != n) || (b.Parent != nil && len(b.Parent) != n) {
+		return fmt.Errorf("model: batch has %d tokens but %d positions and %d parents", n, len(b.Pos), len(b.Parent))
+	}
+	base := s.Cache.Len()
+	if base+n > s.Cache.Cap() {
+		return fmt.Errorf("model: context full: %d cached + %d new tokens exceed the %d-token context", base, n, s.Cache.Cap())
+	}
+	for i, t := range b.Tokens {
+		if t < 0 || int(t) >= c.Vocab {
+			return fmt.Errorf("model: token %d at row %d outside the vocabulary of %d", t, i, c.Vocab)
+		}
+	}
+	s.n, s.base, s.next = n, base, 0
+	s.tokens = append(s.tokens[:0], b.Tokens...)
+	s.pos = growInt(s.pos, n)
+	s.parent = growInt(s.parent, n)
+	s.chain = true
+	for i := range n {
+		p := int32(i - 1)
+		if b.Parent != nil {
+			p = b.Parent[i]
+			if p < -1 || p >= int32(i) {
+				return fmt.Errorf("model: row %d has parent %d: parents must come earlier in the batch (or be -1)", i, p)
+			}
+		}
+		s.parent[i] = p
+		if p != int32(i-1) {
+			s.chain = false
+		}
+		switch {
+		case b.Pos != nil:
+			s.pos[i] = b.Pos[i]
+		case p >= 0:
+			s.pos[i] = s.pos[p] + 1
+		default:
+			s.pos[i] = int32(base)
+		}
+		if s.pos[i] < 0 {
+			return fmt.Errorf("model: row %d has negative position %d", i, s.pos[i])
+		}
+	}
+	if !s.chain {
+		s.buildVisibility()
+	}
+	s.live = growInt(s.live, n)
+	for i := range s.live {
+		s.live[i] = int32(i)
+	}
+
+	s.x = grow(s.x, n*c.Dim)
+	s.xb = grow(s.xb, n*c.Dim)
+	s.q = grow(s.q, n*c.QDim())
+	s.k = grow(s.k, n*c.KVDim())
+	s.v = grow(s.v, n*c.KVDim())
+	s.att = grow(s.att, n*c.QDim())
+	s.proj = grow(s.proj, n*c.Dim)
+	s.hb = grow(s.hb, n*c.FFN)
+	s.hb2 = grow(s.hb2, n*c.FFN)
+	for w := range s.scores {
+		s.scores[w] = grow(s.scores[w], base+n)
+	}
+	for i, t := range s.tokens {
+		s.m.Weights.Embed.DequantizeRow(int(t), s.x[i*c.Dim:(i+1)*c.Dim])
+	}
+	s.ropeTables()
+	return nil
+}
+
+// buildVisibility lists, for each row of a tree batch, the batch rows it
+// attends to: its ancestors, root first, then itself.
+func (s *State) buildVisibility() {
+	if cap(s.vis) < s.n {
+		s.vis = make([][]int32, s.n)
+	}
+	s.vis = s.vis[:s.n]
+	s.visBuf = s.visBuf[:0]
+	depth := make([]int, s.n)
+	for i := range s.n {
+		if p := s.parent[i]; p >= 0 {
+			depth[i] = depth[p] + 1
+		}
+	}
+	for i := range s.n {
+		start := len(s.visBuf)
+		for j := 0; j <= depth[i]; j++ {
+			s.visBuf = append(s.visBuf, 0)
+		}
+		for j, d := int32(i), depth[i]; j >= 0; j, d = s.parent[j], d-1 {
+			s.visBuf[start+d] = j
+		}
+		s.vis[i] = s.visBuf[start:len(s.visBuf):len(s.visBuf)]
+	}
+	// visBuf may have moved while growing: re-slice every row.
+	off := 0
+	for i := range s.n {
+		k := depth[i] + 1
+		s.vis[i] = s.visBuf[off : off+k : off+k]
+		off += k
+	}
+}
+
+// visible returns the batch rows row i attends to.
+func (s *State) visible(i int, buf []int32) []int32 {
+	if !s.chain {
+		return s.vis[i]
+	}
+	buf = buf[:0]
+	for j := 0; j <= i; j++ {
+		buf = append(buf, int32(j))
+	}
+	return buf
+}
+
+// ropeTables computes cos and sin of every row's rotation angles, the way
+// ggml does: theta = pos·scale·base^(-2i/d) / freqFactor[i], with the power
+// accumulated in float32.
+func (s *State) ropeTables() {
+	c := s.cfg
+	half := c.RopeDim / 2
+	s.ropeCos = grow(s.ropeCos, s.n*half)
+	s.ropeSin = grow(s.ropeSin, s.n*half)
+	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(c.RopeDim)))
+	ff := s.m.Weights.RopeFreqs
+	for r := range s.n {
+		theta := float32(s.pos[r]) * c.RopeScale
+		for i := range half {
+			t := theta
+			if ff != nil {
+				t /= ff[i]
+			}
+			s.ropeCos[r*half+i] = float32(math.Cos(float64(t)))
+			s.ropeSin[r*half+i] = float32(math.Sin(float64(t)))
+			theta *= thetaScale
+		}
+	}
+}
+
+// Rows is the number of rows in the batch in flight.
+func (s *State) Rows() int { return s.n }
+
+// NextLayer is the index of the next layer RunLayers would run.
+func (s *State) NextLayer() int { return s.next }
+
+// Hidden returns the residual stream of batch row i after the layers run so
+// far (the embedding before any). It is valid until the next Begin.
+func (s *State) Hidden(i int) []float32 {
+	d := s.cfg.Dim
+	return s.x[i*d : (i+1)*d : (i+1)*d]
+}
+
+// RunLayers runs layers [from, to) over the batch, in order, calling hook
+// (if non-nil) after each one; a hook error stops the pass and is returned.
+// Layers must run in order from 0 without gaps.
+func (s *State) RunLayers(from, to int, hook func(layer int) error) error {
+	if s.n == 0 {
+		return fmt.Errorf("model: RunLayers without Begin")
+	}
+	if from != s.next || to < from || to > s.cfg.Layers {
+		return fmt.Errorf("model: RunLayers(%d, %d) out of order: next layer is %d of %d", from, to, s.next, s.cfg.Layers)
+	}
+	for l := from; l < to; l++ {
+		t0 := time.Now()
+		lw, err := s.m.Weights.Layers.Layer(l)
+		if err != nil {
+			return fmt.Errorf("model: layer %d: %w", l, err)
+		}
+		s.layer(l, lw)
+		s.next = l + 1
+		s.LayerTimes[l] = time.Since(t0)
+		if hook != nil {
+			if err := hook(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Forward runs every layer over a batch and commits nothing.
+func (s *State) Forward(b Batch) error {
+	if err := s.Begin(b); err != nil {
+		return err
+	}
+	return s.RunLayers(0, s.cfg.Layers, nil)
+}
+
+// Logits applies the final norm and the LM head to the given batch rows,
+// writing len(rows)·Vocab values to out (row-major). All layers must have run.
+func (s *State) Logits(rows []int, out []float32) error {
+	c := s.cfg
+	if s.next != c.Layers {
+		return fmt.Errorf("model: Logits after %d of %d layers", s.next, c.Layers)
+	}
+	if len(out) < len(rows)*c.Vocab {
+		return fmt.Errorf("model: logits buffer of %d floats, need %d", len(out), len(rows)*c.Vocab)
+	}
+	s.headNorm = grow(s.headNorm, len(rows)*c.Dim)
+	for k, r := range rows {
+		if r < 0 || r >= s.n {
+			return fmt.Errorf("model: logits row %d outside the batch of %d", r, s.n)
+		}
+		rmsNorm(s.headNorm[k*c.Dim:(k+1)*c.Dim], s.Hidden(r), s.m.Weights.OutNorm, c.RMSEps)
+	}
+	quant.MatMul(s.m.Pool, s.m.Weights.Output, s.headNorm, len(rows), out[:len(rows)*c.Vocab], &s.scratch)
+	return nil
+}
+
+// Commit appends the KV entries of the given batch rows to the cache. The
+// rows must form a path from the root of the batch: the first row's parent
+// is -1 and each next row's parent is the row before it. All layers must
+// have run.
+func (s *State) Commit(rows []int) error {
+	if s.next != s.cfg.Layers {
+		return fmt.Errorf("model: Commit after %d of %d layers", s.next, s.cfg.Layers)
+	}
+	slots := make([]int, len(rows))
+	prev := int32(-1)
+	for k, r := range rows {
+		if r < 0 || r >= s.n || s.parent[r] != prev {
+			return fmt.Errorf("model: commit rows %v are not a path from the batch root", rows)
+		}
+		prev = int32(r)
+		slots[k] = s.base + r
+	}
+	if err := s.Cache.Commit(slots); err != nil {
+		return err
+	}
+	s.n, s.next = 0, 0 // the batch's scratch slots may now be overwritten
+	return nil
+}
+
+// CommitAll commits every row of a chain batch.
+func (s *State) CommitAll() error {
+	if !s.chain {
+		return fmt.Errorf("model: CommitAll on a tree batch")
+	}
+	rows := make([]int, s.n)
+	for i := range rows {
+		rows[i] = i
+	}
+	return s.Commit(rows)
+}
+
+// Len is the number of committed tokens.
+func (s *State) Len() int { return s.Cache.Len() }
+
+// Truncate rolls the sequence back to n committed tokens.
+func (s *State) Truncate(n int) error {
+	s.n, s.next = 0, 0
+	return s.Cache.Truncate(n)
+}

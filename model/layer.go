@@ -1,0 +1,159 @@
+package model
+
+import (
+	"math"
+
+	"shade/quant"
+)
+
+// layer runs one transformer block over the batch in flight:
+// x += Wo·attn(rope(Wq·norm(x)), rope(Wk·norm(x)), Wv·norm(x));
+// x += Down·(silu(Gate·norm(x)) ⊙ Up·norm(x)).
+func (s *State) layer(l int, w *Layer) {
+	c := s.cfg
+	n, dim, qd, kvd := s.n, c.Dim, c.QDim(), c.KVDim()
+	pool := s.m.Pool
+
+	for i := range n {
+		rmsNorm(s.xb[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], w.AttnNorm, c.RMSEps)
+	}
+	quant.MatMul(pool, w.Wq, s.xb, n, s.q, &s.scratch)
+	quant.MatMul(pool, w.Wk, s.xb, n, s.k, &s.scratch)
+	quant.MatMul(pool, w.Wv, s.xb, n, s.v, &s.scratch)
+	for i := range n {
+		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kvd:(i+1)*kvd], s.v[i*kvd:(i+1)*kvd]
+		if w.Bq != nil {
+			addTo(q, w.Bq)
+			addTo(k, w.Bk)
+			addTo(v, w.Bv)
+		}
+		if w.QNorm != nil {
+			for h := 0; h < c.Heads; h++ {
+				hq := q[h*c.HeadDim : (h+1)*c.HeadDim]
+				rmsNorm(hq, hq, w.QNorm, c.RMSEps)
+			}
+			for h := 0; h < c.KVHeads; h++ {
+				hk := k[h*c.HeadDim : (h+1)*c.HeadDim]
+				rmsNorm(hk, hk, w.KNorm, c.RMSEps)
+			}
+		}
+		s.rope(i, q, c.Heads)
+		s.rope(i, k, c.KVHeads)
+		copy(s.Cache.K(l, s.base+i), k)
+		copy(s.Cache.V(l, s.base+i), v)
+	}
+
+	s.attention(l)
+	quant.MatMul(pool, w.Wo, s.att, n, s.proj, &s.scratch)
+	addTo(s.x[:n*dim], s.proj[:n*dim])
+
+	for i := range n {
+		rmsNorm(s.xb[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], w.FFNNorm, c.RMSEps)
+	}
+	quant.MatMul(pool, w.Gate, s.xb, n, s.hb, &s.scratch)
+	quant.MatMul(pool, w.Up, s.xb, n, s.hb2, &s.scratch)
+	hb, hb2 := s.hb[:n*c.FFN], s.hb2[:n*c.FFN]
+	for i, g := range hb {
+		hb[i] = g / (1 + float32(math.Exp(float64(-g)))) * hb2[i]
+	}
+	quant.MatMul(pool, w.Down, s.hb, n, s.proj, &s.scratch)
+	addTo(s.x[:n*dim], s.proj[:n*dim])
+}
+
+// rope rotates each head of vec (one batch row) by that row's angles.
+// llama rotates adjacent pairs; NeoX-style architectures rotate element i
+// with element i + ropeDim/2.
+func (s *State) rope(row int, vec []float32, heads int) {
+	c := s.cfg
+	half := c.RopeDim / 2
+	cos, sin := s.ropeCos[row*half:(row+1)*half], s.ropeSin[row*half:(row+1)*half]
+	for h := 0; h < heads; h++ {
+		x := vec[h*c.HeadDim : h*c.HeadDim+c.RopeDim]
+		for i := range half {
+			var a, b *float32
+			if c.RopeNeoX {
+				a, b = &x[i], &x[i+half]
+			} else {
+				a, b = &x[2*i], &x[2*i+1]
+			}
+			x0, x1 := *a, *b
+			*a = x0*cos[i] - x1*sin[i]
+			*b = x0*sin[i] + x1*cos[i]
+		}
+	}
+}
+
+// attention computes softmax(q·Kᵀ/√d)·V for every (row, head) of the batch
+// into s.att. Row i sees the committed cache and the batch rows visible to
+// it. Work is spread over the pool by (row, head) pairs.
+func (s *State) attention(l int) {
+	c := s.cfg
+	tasks := s.n * c.Heads
+	workers := len(s.scores)
+	s.m.Pool.For(workers, func(lo, hi int) {
+		var visBuf []int32
+		if s.chain {
+			visBuf = make([]int32, 0, s.n)
+		}
+		for w := lo; w < hi; w++ {
+			for t := w; t < tasks; t += workers {
+				s.attendOne(l, t/c.Heads, t%c.Heads, s.scores[w], visBuf)
+			}
+		}
+	})
+}
+
+func (s *State) attendOne(l, row, h int, scores []float32, visBuf []int32) {
+	c := s.cfg
+	hd := c.HeadDim
+	kvh := h / (c.Heads / c.KVHeads)
+	q := s.q[row*c.QDim()+h*hd : row*c.QDim()+(h+1)*hd]
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	vis := s.visible(row, visBuf)
+	n := s.base + len(vis)
+	scores = scores[:n]
+	slot := func(j int) int {
+		if j < s.base {
+			return j
+		}
+		return s.base + int(vis[j-s.base])
+	}
+	maxScore := float32(math.Inf(-1))
+	for j := range n {
+		k := s.Cache.K(l, slot(j))[kvh*hd : (kvh+1)*hd]
+		sc := quant.DotF32(q, k) * scale
+		scores[j] = sc
+		maxScore = max(maxScore, sc)
+	}
+	var sum float64
+	for j := range n {
+		e := float32(math.Exp(float64(scores[j] - maxScore)))
+		scores[j] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	out := s.att[row*c.QDim()+h*hd : row*c.QDim()+(h+1)*hd]
+	clear(out)
+	for j := range n {
+		v := s.Cache.V(l, slot(j))[kvh*hd : (kvh+1)*hd]
+		quant.Axpy(scores[j]*inv, v, out)
+	}
+}
+
+// rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).
+func rmsNorm(dst, x, weight []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	for i, v := range x {
+		dst[i] = v * scale * weight[i]
+	}
+}
+
+func addTo(dst, src []float32) {
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}

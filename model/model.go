@@ -1,0 +1,73 @@
+package model
+
+import (
+	"fmt"
+
+	"shade/gguf"
+	"shade/par"
+)
+
+// Model is a loaded model: its configuration and weights, and the worker
+// pool its kernels run on. It is read-only once loaded and can back several
+// States, one goroutine per State at a time (they share the pool).
+type Model struct {
+	Config  *Config
+	Weights *Weights
+	File    *gguf.File
+	Pool    *par.Pool
+}
+
+// Open maps a GGUF file and loads the model in it. threads ≤ 0 uses every CPU.
+func Open(path string, threads int) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := FromFile(f, par.New(threads))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// FromFile loads the model in an opened file.
+func FromFile(f *gguf.File, pool *par.Pool) (*Model, error) {
+	c, err := ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	w, err := LoadWeights(f, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Config: c, Weights: w, File: f, Pool: pool}, nil
+}
+
+// Close releases the pool and unmaps the file.
+func (m *Model) Close() error {
+	if m.Pool != nil {
+		m.Pool.Close()
+	}
+	return m.File.Close()
+}
+
+// WeightBytes is the size of all weight matrices, counting a tied
+// embedding once.
+func (m *Model) WeightBytes() int64 {
+	n := m.Weights.GlobalBytes
+	for _, b := range m.Weights.LayerBytes {
+		n += b
+	}
+	return n
+}
+
+// DecodeBytes is what one decode step reads: every layer's matrices, the
+// LM head, and one embedding row.
+func (m *Model) DecodeBytes() int64 {
+	n := int64(len(m.Weights.Output.Data))
+	for _, b := range m.Weights.LayerBytes {
+		n += b
+	}
+	return n + int64(len(m.Weights.Embed.Data)/m.Config.Vocab)
+}
