@@ -84,11 +84,27 @@ var typeTable = map[Type]typeInfo{
 	MXFP4:   {"MXFP4", 32, 17, false},
 }
 
+// typeInfos is typeTable indexed by id, for lookups on hot paths.
+var typeInfos = func() (a [64]typeInfo) {
+	for t, ti := range typeTable {
+		a[t] = ti
+	}
+	return a
+}()
+
+// info returns t's table entry, or the zero entry for an unknown id.
+func (t Type) info() typeInfo {
+	if uint64(t) < uint64(len(typeInfos)) {
+		return typeInfos[t]
+	}
+	return typeInfo{}
+}
+
 // Known reports whether t is a ggml type id this package can size.
-func (t Type) Known() bool { _, ok := typeTable[t]; return ok }
+func (t Type) Known() bool { return t.info().blockSize != 0 }
 
 // Supported reports whether shade can compute with tensors of type t.
-func (t Type) Supported() bool { return typeTable[t].supported }
+func (t Type) Supported() bool { return t.info().supported }
 
 func (t Type) String() string {
 	if ti, ok := typeTable[t]; ok {
@@ -99,10 +115,10 @@ func (t Type) String() string {
 
 // BlockSize is the number of elements in one block of t (1 for float types);
 // 0 for unknown types.
-func (t Type) BlockSize() int { return typeTable[t].blockSize }
+func (t Type) BlockSize() int { return t.info().blockSize }
 
 // BlockBytes is the encoded size of one block of t; 0 for unknown types.
-func (t Type) BlockBytes() int { return typeTable[t].blockBytes }
+func (t Type) BlockBytes() int { return t.info().blockBytes }
 
 // RowBytes returns the encoded size of n elements of type t. n must be a
 // multiple of the block size.

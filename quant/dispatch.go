@@ -1,0 +1,61 @@
+package quant
+
+// kernelSet holds every hot kernel as a function value, so that one set can be
+// swapped for another: the pure-Go references (always compiled, under names
+// ending in Go) or faster per-architecture kernels, chosen once at start-up.
+type kernelSet struct {
+	name string
+
+	// Weight-by-activation dot products over whole blocks.
+	dotQ4_0Q8_0 func(w, a []byte) float32
+	dotQ8_0Q8_0 func(w, a []byte) float32
+	dotQ4_KQ8_K func(w, a []byte) float32
+	dotQ6_KQ8_K func(w, a []byte) float32
+	dotF16      func(w []byte, x []float32) float32 // x already rounded to F16
+	dotBF16     func(w []byte, x []float32) float32 // x already rounded to BF16
+	dotF32      func(a, b []float32) float32
+
+	// Activation quantizers.
+	quantizeQ8_0 func(x []float32, dst []byte)
+	quantizeQ8_K func(x []float32, dst []byte)
+}
+
+var genericKernels = kernelSet{
+	name:         "generic",
+	dotQ4_0Q8_0:  dotQ4_0Q8_0Go,
+	dotQ8_0Q8_0:  dotQ8_0Q8_0Go,
+	dotQ4_KQ8_K:  dotQ4_KQ8_KGo,
+	dotQ6_KQ8_K:  dotQ6_KQ8_KGo,
+	dotF16:       dotF16Go,
+	dotBF16:      dotBF16Go,
+	dotF32:       dotF32FloatsGo,
+	quantizeQ8_0: quantizeQ8_0,
+	quantizeQ8_K: quantizeQ8_K,
+}
+
+// archKernels is the best set for this machine, or nil when there is none
+// beyond the generic one. A per-architecture file (for example
+// kernels_amd64.go, built under "amd64 && !noasm && gc", with a negated twin
+// that leaves this nil) sets it from its init after checking CPU features
+// with golang.org/x/sys/cpu; entries it does not accelerate stay generic.
+var archKernels *kernelSet
+
+// k is the kernel set in use.
+var k = &genericKernels
+
+func init() { UseGeneric(false) }
+
+// UseGeneric switches every kernel to its pure-Go reference (true) or back to
+// the best available for this machine (false). It is meant for tests and
+// benchmarks and must not be called while kernels are running.
+func UseGeneric(generic bool) {
+	if generic || archKernels == nil {
+		k = &genericKernels
+		return
+	}
+	k = archKernels
+}
+
+// Kernels names the kernel set in use, for logs ("generic" or an
+// architecture's name).
+func Kernels() string { return k.name }

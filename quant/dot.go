@@ -1,0 +1,172 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+// The pure-Go dot-product kernels. Each mirrors the math of ggml's generic
+// ggml_vec_dot_* of the same pair of types: integer products summed exactly
+// within a block, then scaled once per block in float32. w holds whole
+// weight blocks and a (or x) the matching activations, block for block;
+// neither is checked beyond Go's bounds checks.
+
+// dotQ4_0Q8_0Go is ggml_vec_dot_q4_0_q8_0: per block of 32,
+// sum += float32(Σ (q4-8)*q8) * d4 * d8.
+func dotQ4_0Q8_0Go(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q4_0Bytes
+	for b := 0; b < nb; b++ {
+		x := (*[q4_0Bytes]byte)(w[b*q4_0Bytes:])
+		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
+		var sumi int32
+		for j := 0; j < qk4_0/2; j++ {
+			v0 := int32(x[2+j]&0xf) - 8
+			v1 := int32(x[2+j]>>4) - 8
+			sumi += v0*int32(int8(y[2+j])) + v1*int32(int8(y[2+j+qk4_0/2]))
+		}
+		sum += float32(sumi) * f16At(x[0:]) * f16At(y[0:])
+	}
+	return sum
+}
+
+// dotQ8_0Q8_0Go is ggml_vec_dot_q8_0_q8_0: per block of 32,
+// sum += float32(Σ qx*qy) * (dx*dy).
+func dotQ8_0Q8_0Go(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q8_0Bytes
+	for b := 0; b < nb; b++ {
+		x := (*[q8_0Bytes]byte)(w[b*q8_0Bytes:])
+		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
+		var sumi int32
+		for j := 2; j < q8_0Bytes; j++ {
+			sumi += int32(int8(x[j])) * int32(int8(y[j]))
+		}
+		sum += float32(sumi) * (f16At(x[0:]) * f16At(y[0:]))
+	}
+	return sum
+}
+
+// dotQ4_KQ8_KGo is ggml_vec_dot_q4_K_q8_K: per super-block of 256,
+// sum += d*dy * Σ_sub scale*Σ q4*q8  -  dmin*dy * Σ_sub min*Σ q8,
+// the last sum taken from the activations' bsums. ggml's generic code spreads
+// the first integer sum over 8 lanes before scaling; the total is the same
+// integer, scaled once here.
+func dotQ4_KQ8_KGo(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q4_KBytes
+	for b := 0; b < nb; b++ {
+		x := (*[q4_KBytes]byte)(w[b*q4_KBytes:])
+		y := (*[q8_KBytes]byte)(a[b*q8_KBytes:])
+		dy := f32At(y[0:])
+		scales := (*[kScaleSize]byte)(x[4:])
+		qs := x[4+kScaleSize:]
+		q8 := (*[qkK]byte)(y[4:])
+
+		var sumMins int32
+		var sumi int32
+		for g := 0; g < 4; g++ { // 64 values: sub-blocks 2g (low nibbles), 2g+1 (high)
+			sc0, m0 := scaleMinK4(2*g, scales)
+			sc1, m1 := scaleMinK4(2*g+1, scales)
+			q := (*[32]byte)(qs[32*g:])
+			lo := (*[32]byte)(q8[64*g:])
+			hi := (*[32]byte)(q8[64*g+32:])
+			var s0, s1 int32
+			for l := 0; l < 32; l++ {
+				s0 += int32(q[l]&0xf) * int32(int8(lo[l]))
+				s1 += int32(q[l]>>4) * int32(int8(hi[l]))
+			}
+			sumi += int32(sc0)*s0 + int32(sc1)*s1
+			// Each sub-block of 32 spans two bsums of 16.
+			bs := y[4+qkK+8*g:]
+			sumMins += int32(m0)*(int32(int16(le16(bs[0:])))+int32(int16(le16(bs[2:])))) +
+				int32(m1)*(int32(int16(le16(bs[4:])))+int32(int16(le16(bs[6:]))))
+		}
+		d := f16At(x[0:]) * dy
+		dmin := f16At(x[2:]) * dy
+		sum += d * float32(sumi)
+		sum -= dmin * float32(sumMins)
+	}
+	return sum
+}
+
+// dotQ6_KQ8_KGo is ggml_vec_dot_q6_K_q8_K: per super-block of 256,
+// sum += d*dy * Σ_sub16 scale*Σ (q6-32)*q8.
+func dotQ6_KQ8_KGo(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q6_KBytes
+	for b := 0; b < nb; b++ {
+		x := (*[q6_KBytes]byte)(w[b*q6_KBytes:])
+		y := (*[q8_KBytes]byte)(a[b*q8_KBytes:])
+		var sumi int32
+		for h := 0; h < 2; h++ { // halves of 128 values; layout as in dequantizeQ6_K
+			ql := (*[64]byte)(x[64*h:])
+			qh := (*[32]byte)(x[128+32*h:])
+			sc := (*[8]byte)(x[192+8*h:])
+			q8 := (*[128]byte)(y[4+128*h:])
+			for half := 0; half < 2; half++ { // l in [0,16) uses scales 0,2,4,6; [16,32) uses 1,3,5,7
+				var s1, s2, s3, s4 int32
+				for l := 16 * half; l < 16*half+16; l++ {
+					q1 := int32(ql[l]&0xf|(qh[l]&3)<<4) - 32
+					q2 := int32(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
+					q3 := int32(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
+					q4 := int32(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
+					s1 += q1 * int32(int8(q8[l]))
+					s2 += q2 * int32(int8(q8[l+32]))
+					s3 += q3 * int32(int8(q8[l+64]))
+					s4 += q4 * int32(int8(q8[l+96]))
+				}
+				sumi += int32(int8(sc[half+0]))*s1 + int32(int8(sc[half+2]))*s2 +
+					int32(int8(sc[half+4]))*s3 + int32(int8(sc[half+6]))*s4
+			}
+		}
+		sum += f16At(x[208:]) * f32At(y[0:]) * float32(sumi)
+	}
+	return sum
+}
+
+// dotF16Go is ggml_vec_dot_f16 on F16 weights and activations already
+// rounded to F16 (held as float32). Products of two halves are exact in
+// float32; they are summed in float64 like ggml's scalar path.
+func dotF16Go(w []byte, x []float32) float32 {
+	var sum float64
+	w = w[:2*len(x)]
+	for i, v := range x {
+		sum += float64(F16ToF32(le16(w[2*i:])) * v)
+	}
+	return float32(sum)
+}
+
+// dotBF16Go is ggml_vec_dot_bf16 on BF16 weights and activations already
+// rounded to BF16 (held as float32), summed in float64.
+func dotBF16Go(w []byte, x []float32) float32 {
+	var sum float64
+	w = w[:2*len(x)]
+	for i, v := range x {
+		sum += float64(BF16ToF32(le16(w[2*i:])) * v)
+	}
+	return float32(sum)
+}
+
+// dotF32Go is ggml_vec_dot_f32 on little-endian F32 weights.
+func dotF32Go(w []byte, x []float32) float32 {
+	if f, ok := floatsOf(w[:4*len(x)]); ok {
+		return k.dotF32(f, x)
+	}
+	var sum float32
+	for i, v := range x {
+		sum += math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * v
+	}
+	return sum
+}
+
+// floatsOf views b as float32s without copying when b is 4-byte aligned
+// (GGUF aligns tensor data to at least 32 bytes; the machine is assumed
+// little-endian, as on every GOARCH shade targets).
+func floatsOf(b []byte) ([]float32, bool) {
+	if len(b) == 0 || uintptr(unsafe.Pointer(&b[0]))%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4), true
+}

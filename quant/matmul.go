@@ -1,0 +1,211 @@
+package quant
+
+import (
+	"fmt"
+
+	"shade/par"
+)
+
+// Matrix is a row-major weight matrix in place in a (possibly mmap'd) buffer.
+// Data holds Rows*RowBytes(Cols) bytes: each row is Cols values of Type,
+// encoded as whole blocks.
+type Matrix struct {
+	Type       Type
+	Rows, Cols int
+	Data       []byte
+}
+
+// NewMatrix checks that t is computed on, that cols is a whole number of
+// blocks and that data holds rows full rows, and returns the Matrix over data
+// (extra bytes are left out).
+func NewMatrix(t Type, rows, cols int, data []byte) (Matrix, error) {
+	if !t.Supported() {
+		return Matrix{}, fmt.Errorf("quant: matrix %dx%d of %v: %w", rows, cols, t, ErrUnsupported)
+	}
+	if rows < 0 || cols <= 0 || cols%t.BlockSize() != 0 {
+		return Matrix{}, fmt.Errorf("quant: matrix %dx%d of %v: %d columns is not a positive whole number of blocks of %d",
+			rows, cols, t, cols, t.BlockSize())
+	}
+	need := rows * (cols / t.BlockSize() * t.BlockBytes())
+	if len(data) < need {
+		return Matrix{}, fmt.Errorf("quant: matrix %dx%d of %v: needs %d bytes, buffer has %d", rows, cols, t, need, len(data))
+	}
+	return Matrix{Type: t, Rows: rows, Cols: cols, Data: data[:need]}, nil
+}
+
+// rowBytes is the encoded size of one row.
+func (m Matrix) rowBytes() int { return m.Cols / m.Type.BlockSize() * m.Type.BlockBytes() }
+
+// Row returns the encoded bytes of row r.
+func (m Matrix) Row(r int) []byte {
+	rb := m.rowBytes()
+	return m.Data[r*rb : (r+1)*rb]
+}
+
+// DequantizeRow decodes row r into dst[:m.Cols] (an embedding lookup).
+func (m Matrix) DequantizeRow(r int, dst []float32) {
+	dequantize(m.Type, m.Row(r), dst[:m.Cols])
+}
+
+// activation describes how MatMul feeds a weight type to its dot kernel:
+// the type activations are converted to first (ggml's vec_dot_type) and the
+// kernel, which takes the activations either encoded (dotQ) or as float32
+// values (dotF).
+type activation struct {
+	typ  Type
+	dotQ func(w, a []byte) float32
+	dotF func(w []byte, x []float32) float32
+}
+
+func activationFor(t Type) activation {
+	switch t {
+	case Q4_0:
+		return activation{typ: Q8_0, dotQ: k.dotQ4_0Q8_0}
+	case Q8_0:
+		return activation{typ: Q8_0, dotQ: k.dotQ8_0Q8_0}
+	case Q4_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ4_KQ8_K}
+	case Q6_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ6_KQ8_K}
+	case F16:
+		return activation{typ: F16, dotF: k.dotF16}
+	case BF16:
+		return activation{typ: BF16, dotF: k.dotBF16}
+	case F32:
+		return activation{typ: F32, dotF: dotF32Go}
+	}
+	panic(fmt.Sprintf("quant: MatMul on %v: %v", t, ErrUnsupported))
+}
+
+// Tile sizes of MatMul: rowTile rows of weights are swept against actTile
+// activation rows at a time, so both stay in cache when n > 1. Chunks of
+// rows given to threads are multiples of rowTile.
+const (
+	rowTile = 16
+	actTile = 8
+)
+
+// Scratch is reusable memory for MatMul: the converted activations and the
+// loop state handed to the pool, kept so that a MatMul allocates nothing once
+// the scratch has grown. The zero value is ready. A Scratch must not be used
+// by two MatMul calls at once.
+type Scratch struct {
+	q []byte    // activations encoded as Q8_0 or Q8_K, n rows
+	f []float32 // activations rounded to F16 or BF16, n rows
+
+	job     matJob
+	rowsFn  func(lo, hi int) // job.rows, bound once
+	inputFn func(lo, hi int) // job.convert, bound once
+}
+
+// matJob is the state of one MatMul, shared by its chunks.
+type matJob struct {
+	m      Matrix
+	rb     int // m.rowBytes()
+	act    activation
+	x      []float32 // the n input rows
+	xq     []byte    // converted activations (encoded types)
+	xf     []float32 // converted activations (float types)
+	arb    int       // bytes per encoded activation row
+	n      int
+	y      []float32
+	quant8 func(x []float32, dst []byte)
+}
+
+// MatMul computes y[i*m.Rows + r] = dot(m row r, x[i*m.Cols:(i+1)*m.Cols]) for
+// i in [0,n). Like llama.cpp, it first converts the activations to the type
+// the weight type's dot product pairs with: Q8_0 for Q4_0 and Q8_0, Q8_K for
+// Q4_K and Q6_K, F16 for F16, BF16 for BF16, none for F32. The work is split
+// over rows of m on p (nil runs on the caller). buf is reusable scratch
+// (grown as needed, may be nil). MatMul panics if x or y is too short.
+func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch) {
+	if n <= 0 || m.Rows == 0 {
+		return
+	}
+	if len(x) < n*m.Cols || len(y) < n*m.Rows {
+		panic(fmt.Sprintf("quant: MatMul %dx%d %v by %d rows: x has %d values (want %d), y has %d (want %d)",
+			m.Rows, m.Cols, m.Type, n, len(x), n*m.Cols, len(y), n*m.Rows))
+	}
+	if buf == nil {
+		buf = new(Scratch)
+	}
+	if buf.rowsFn == nil {
+		buf.rowsFn = buf.job.rows
+		buf.inputFn = buf.job.convert
+	}
+	j := &buf.job
+	*j = matJob{m: m, rb: m.rowBytes(), act: activationFor(m.Type), x: x[:n*m.Cols], n: n, y: y}
+
+	switch j.act.typ {
+	case Q8_0, Q8_K:
+		j.arb = m.Cols / j.act.typ.BlockSize() * j.act.typ.BlockBytes()
+		j.quant8 = k.quantizeQ8_0
+		if j.act.typ == Q8_K {
+			j.quant8 = k.quantizeQ8_K
+		}
+		buf.q = grow(buf.q, n*j.arb)
+		j.xq = buf.q
+		p.For(n, buf.inputFn)
+	case F16, BF16:
+		buf.f = grow(buf.f, n*m.Cols)
+		j.xf = buf.f
+		p.For(n, buf.inputFn)
+	case F32:
+		j.xf = j.x
+	}
+	p.ForGrain(m.Rows, rowTile, buf.rowsFn)
+	*j = matJob{} // drop references to the caller's buffers
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// convert converts activation rows [lo, hi).
+func (j *matJob) convert(lo, hi int) {
+	c := j.m.Cols
+	for i := lo; i < hi; i++ {
+		x := j.x[i*c : (i+1)*c]
+		switch j.act.typ {
+		case Q8_0, Q8_K:
+			j.quant8(x, j.xq[i*j.arb:(i+1)*j.arb])
+		case F16:
+			out := j.xf[i*c : (i+1)*c]
+			for e, v := range x {
+				out[e] = F16ToF32(F32ToF16(v))
+			}
+		case BF16:
+			out := j.xf[i*c : (i+1)*c]
+			for e, v := range x {
+				out[e] = BF16ToF32(F32ToBF16(v))
+			}
+		}
+	}
+}
+
+// rows computes the outputs of weight rows [lo, hi) for every activation row,
+// tile by tile.
+func (j *matJob) rows(lo, hi int) {
+	R, c := j.m.Rows, j.m.Cols
+	for r0 := lo; r0 < hi; r0 += rowTile {
+		r1 := min(r0+rowTile, hi)
+		for i0 := 0; i0 < j.n; i0 += actTile {
+			i1 := min(i0+actTile, j.n)
+			for r := r0; r < r1; r++ {
+				w := j.m.Data[r*j.rb : (r+1)*j.rb]
+				if j.act.dotQ != nil {
+					for i := i0; i < i1; i++ {
+						j.y[i*R+r] = j.act.dotQ(w, j.xq[i*j.arb:(i+1)*j.arb])
+					}
+				} else {
+					for i := i0; i < i1; i++ {
+						j.y[i*R+r] = j.act.dotF(w, j.xf[i*c:(i+1)*c])
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Quantize encodes src as type t into dst, which must hold at least
+// t.RowBytes(len(src)) bytes; len(src) must be a multiple of t's block size.
+//
+// Q8_0 and Q4_0 use ggml's reference quantizers (quantize_row_q8_0_ref,
+// quantize_row_q4_0_ref) and so produce the same bytes. Q4_K and Q6_K use
+// simpler quantizers than ggml's (no error search): a valid encoding whose
+// error is that of the bit width, but not ggml's bytes. Quantize is meant for
+// writing model files and for tests; it is fast (a few ns per value) but not
+// tuned.
+func Quantize(t Type, src []float32, dst []byte) error {
+	need, err := checkSizes("quantize", t, len(src), len(dst))
+	if err != nil {
+		return err
+	}
+	dst = dst[:need]
+	switch t {
+	case F32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+		}
+	case F16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], F32ToF16(v))
+		}
+	case BF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16(v))
+		}
+	case Q8_0:
+		quantizeQ8_0(src, dst)
+	case Q4_0:
+		quantizeQ4_0(src, dst)
+	case Q4_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ4_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q4_KBytes]byte)(dst[b*q4_KBytes:]))
+		}
+	case Q6_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ6_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q6_KBytes]byte)(dst[b*q6_KBytes:]))
+		}
+	}
+	return nil
+}
+
+// nearestInt rounds to the nearest integer, ties to even, by ggml's trick of
+// adding 1.5*2^23 so that the float32 adder does the rounding. Valid for
+// |f| <= 4194303. The explicit conversion keeps a caller's multiply from
+// being fused into the add.
+func nearestInt(f float32) int32 {
+	v := float32(f) + 12582912
+	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
+}
+
+// roundAway rounds half away from zero, as C's roundf.
+func roundAway(f float32) int32 { return int32(math.Round(float64(f))) }
+
+// quantizeQ8_0 is ggml's quantize_row_q8_0_ref: d = amax/127, q = round(x/d).
+// It encodes both Q8_0 weights and the Q8_0 activations of Q8_0 and Q4_0 dot
+// products.
+func quantizeQ8_0(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk8_0; b++ {
+		xb := (*[qk8_0]float32)(x[b*qk8_0:])
+		y := (*[q8_0Bytes]byte)(dst[b*q8_0Bytes:])
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		for j, v := range xb {
+			y[2+j] = byte(int8(roundAway(v * id)))
+		}
+	}
+}
+
+// quantizeQ4_0 is ggml's quantize_row_q4_0_ref: the value of largest
+// magnitude maps to -8, d = max/-8, q = min(15, trunc(x/d + 8.5)).
+func quantizeQ4_0(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk4_0; b++ {
+		xb := (*[qk4_0]float32)(x[b*qk4_0:])
+		y := (*[q4_0Bytes]byte)(dst[b*q4_0Bytes:])
+		var amax, mx float32
+		for _, v := range xb {
+			if amax < abs32(v) {
+				amax, mx = abs32(v), v
+			}
+		}
+		d := mx / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		for j := 0; j < qk4_0/2; j++ {
+			x0 := min(15, int32(float32(xb[j]*id)+8.5))
+			x1 := min(15, int32(float32(xb[j+qk4_0/2]*id)+8.5))
+			y[2+j] = byte(x0) | byte(x1)<<4
+		}
+	}
+}
+
+// quantizeQ4_KBlock encodes 256 values as one Q4_K block. Each sub-block of
+// 32 gets a min (rounded up, so its lowest value stays representable) and a
+// scale covering the rest of its range (also rounded up, so its highest value
+// does too); both are then stored as 6-bit multiples of the f16 super-block
+// steps dmin and d, and every value is requantized against the stored scale
+// and min, as ggml does.
+func quantizeQ4_KBlock(x *[qkK]float32, y *[q4_KBytes]byte) {
+	var mins, highs [8]float32
+	var maxMin float32
+	for j := 0; j < 8; j++ {
+		lo, hi := x[32*j], x[32*j]
+		for _, v := range x[32*j : 32*j+32] {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		mins[j], highs[j] = -min(lo, 0), hi
+		maxMin = max(maxMin, mins[j])
+	}
+	dmin16 := f16Ceil(maxMin / 63)
+	dmin := F16ToF32(dmin16)
+
+	var lm, ls [8]uint8
+	var scales [8]float32
+	var maxScale float32
+	for j := 0; j < 8; j++ {
+		lm[j] = ceilStep(mins[j], dmin)
+		scales[j] = (highs[j] + dmin*float32(lm[j])) / 15
+		maxScale = max(maxScale, scales[j])
+	}
+	d16 := f16Ceil(maxScale / 63)
+	d := F16ToF32(d16)
+	for j := 0; j < 8; j++ {
+		ls[j] = ceilStep(scales[j], d)
+	}
+
+	binary.LittleEndian.PutUint16(y[0:], d16)
+	binary.LittleEndian.PutUint16(y[2:], dmin16)
+	putScaleMinK4((*[kScaleSize]byte)(y[4:]), &ls, &lm)
+
+	var L [qkK]uint8
+	for j := 0; j < 8; j++ {
+		dq := d * float32(ls[j])
+		if dq == 0 {
+			continue // all values of this sub-block decode to -min
+		}
+		dm := dmin * float32(lm[j])
+		for i := 32 * j; i < 32*j+32; i++ {
+			L[i] = uint8(min(15, max(0, nearestInt((x[i]+dm)/dq))))
+		}
+	}
+	qs := y[4+kScaleSize:]
+	for g := 0; g < 4; g++ {
+		for l := 0; l < 32; l++ {
+			qs[32*g+l] = L[64*g+l] | L[64*g+32+l]<<4
+		}
+	}
+}
+
+// f16Ceil returns the smallest f16 not below v (v >= 0, finite).
+func f16Ceil(v float32) uint16 {
+	h := F32ToF16(v)
+	if F16ToF32(h) < v {
+		h++
+	}
+	return h
+}
+
+// ceilStep returns ceil(v/step) clamped to [0, 63], 0 when step is 0.
+func ceilStep(v, step float32) uint8 {
+	if step == 0 || v <= 0 {
+		return 0
+	}
+	return uint8(min(63, math.Ceil(float64(v/step))))
+}
+
+// quantizeQ6_KBlock encodes 256 values as one Q6_K block, as ggml's
+// quantize_row_q6_K_ref without its search for the best scale: each
+// sub-block of 16 maps its value of largest magnitude to -32, the 16 scales
+// are stored as int8 multiples of the f16 d, and every value is requantized
+// against its stored scale.
+func quantizeQ6_KBlock(x *[qkK]float32, y *[q6_KBytes]byte) {
+	var scales [16]float32
+	var maxScale, maxAbsScale float32
+	for ib := 0; ib < 16; ib++ {
+		var amax, mx float32
+		for _, v := range x[16*ib : 16*ib+16] {
+			if abs32(v) > amax {
+				amax, mx = abs32(v), v
+			}
+		}
+		scales[ib] = mx / -32
+		if abs32(scales[ib]) > maxAbsScale {
+			maxAbsScale, maxScale = abs32(scales[ib]), scales[ib]
+		}
+	}
+	*y = [q6_KBytes]byte{}
+	if maxAbsScale < 1e-15 {
+		return // all (near) zero: d = 0
+	}
+	iscale := -128 / maxScale
+	d16 := F32ToF16(1 / iscale)
+	binary.LittleEndian.PutUint16(y[208:], d16)
+	d := F16ToF32(d16)
+	sc := y[192:208]
+	for ib := 0; ib < 16; ib++ {
+		sc[ib] = byte(int8(min(127, nearestInt(iscale*scales[ib]))))
+	}
+
+	var L [qkK]uint8
+	for ib := 0; ib < 16; ib++ {
+		dq := d * float32(int8(sc[ib]))
+		for i := 16 * ib; i < 16*ib+16; i++ {
+			l := int32(0)
+			if dq != 0 {
+				l = min(31, max(-32, nearestInt(x[i]/dq)))
+			}
+			L[i] = uint8(l + 32)
+		}
+	}
+	for h := 0; h < 2; h++ {
+		ql := y[64*h : 64*h+64]
+		qh := y[128+32*h : 128+32*h+32]
+		q := L[128*h:]
+		for l := 0; l < 32; l++ {
+			ql[l] = q[l]&0xf | (q[l+64]&0xf)<<4
+			ql[l+32] = q[l+32]&0xf | (q[l+96]&0xf)<<4
+			qh[l] = q[l]>>4 | (q[l+32]>>4)<<2 | (q[l+64]>>4)<<4 | (q[l+96]>>4)<<6
+		}
+	}
+}
+
+// quantizeQ8_K is ggml's quantize_row_q8_K_ref, the activation format of the
+// K-quant dot products: per 256 values, the value of largest magnitude (with
+// its sign) maps to -127, q = nearest(x * -127/max), d = 1/iscale (float32),
+// and bsums holds the sum of each 16 consecutive q.
+func quantizeQ8_K(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qkK; b++ {
+		xb := (*[qkK]float32)(x[b*qkK:])
+		y := (*[q8_KBytes]byte)(dst[b*q8_KBytes:])
+		var amax, mx float32
+		for _, v := range xb {
+			if abs32(v) > amax {
+				amax, mx = abs32(v), v
+			}
+		}
+		if amax == 0 {
+			*y = [q8_KBytes]byte{}
+			continue
+		}
+		iscale := -127 / mx
+		qs := (*[qkK]byte)(y[4:])
+		for j, v := range xb {
+			qs[j] = byte(int8(min(127, nearestInt(iscale*v))))
+		}
+		for j := 0; j < qkK/16; j++ {
+			var sum int16
+			for _, q := range qs[16*j : 16*j+16] {
+				sum += int16(int8(q))
+			}
+			binary.LittleEndian.PutUint16(y[4+qkK+2*j:], uint16(sum))
+		}
+		binary.LittleEndian.PutUint32(y[0:], math.Float32bits(1/iscale))
+	}
+}
+
+func abs32(f float32) float32 { return math.Float32frombits(math.Float32bits(f) &^ (1 << 31)) }
