@@ -172,8 +172,8 @@ func TestQuantizeReference(t *testing.T) {
 	// Q4_0: the largest magnitude (-16) maps to q=0, d = -16/-8 = 2.
 	x = make([]float32, 32)
 	x[0] = -16
-	x[1] = 16 // x/d + 8.5 = 16.5 -> 16, clamped to 15
-	x[16] = 3 // 1.5 + 8.5 = 10
+	x[1] = 16  // x/d + 8.5 = 16.5 -> 16, clamped to 15
+	x[16] = 3  // 1.5 + 8.5 = 10
 	x[17] = -1 // -0.5 + 8.5 = 8
 	b = encode(t, Q4_0, x)
 	if d := f16At(b); d != 2 {
