@@ -5,8 +5,10 @@
 //
 // Keeping is cheap by construction: Commit moves only the kept entries that
 // are not already in place (a chain's never move), and Truncate rolls the
-// prefix back by changing one number. Entries are float32, stored after
-// RoPE, so an entry never needs its position again.
+// prefix back by changing one number. Entries are stored after
+// RoPE, so an entry never needs its position again. Entries are IEEE half
+// precision, as in llama.cpp's default cache: half the memory of float32,
+// and the same rounding the reference results were computed with.
 package kv
 
 import "fmt"
@@ -16,7 +18,7 @@ type Cache struct {
 	layers int
 	dim    int // floats per entry: kv heads × head dim
 	cap    int // slots
-	k, v   [][]float32
+	k, v   [][]uint16 // per layer: (cap, dim) halves
 	n      int // committed entries: slots [0, n)
 }
 
@@ -27,10 +29,10 @@ func New(layers, dim, capacity int) (*Cache, error) {
 	if layers <= 0 || dim <= 0 || capacity <= 0 {
 		return nil, fmt.Errorf("kv: invalid shape %d layers × %d slots × %d", layers, capacity, dim)
 	}
-	c := &Cache{layers: layers, dim: dim, cap: capacity, k: make([][]float32, layers), v: make([][]float32, layers)}
+	c := &Cache{layers: layers, dim: dim, cap: capacity, k: make([][]uint16, layers), v: make([][]uint16, layers)}
 	for l := range layers {
-		c.k[l] = make([]float32, capacity*dim)
-		c.v[l] = make([]float32, capacity*dim)
+		c.k[l] = make([]uint16, capacity*dim)
+		c.v[l] = make([]uint16, capacity*dim)
 	}
 	return c, nil
 }
@@ -45,25 +47,25 @@ func (c *Cache) Cap() int { return c.cap }
 func (c *Cache) Dim() int { return c.dim }
 
 // Bytes is the memory the cache reserves.
-func (c *Cache) Bytes() int64 { return int64(c.layers) * int64(c.cap) * int64(c.dim) * 4 * 2 }
+func (c *Cache) Bytes() int64 { return int64(c.layers) * int64(c.cap) * int64(c.dim) * 2 * 2 }
 
-// K returns the key entry of a layer at a slot.
-func (c *Cache) K(layer, slot int) []float32 {
+// K returns the key entry (F16 bits) of a layer at a slot.
+func (c *Cache) K(layer, slot int) []uint16 {
 	o := slot * c.dim
 	return c.k[layer][o : o+c.dim : o+c.dim]
 }
 
-// V returns the value entry of a layer at a slot.
-func (c *Cache) V(layer, slot int) []float32 {
+// V returns the value entry (F16 bits) of a layer at a slot.
+func (c *Cache) V(layer, slot int) []uint16 {
 	o := slot * c.dim
 	return c.v[layer][o : o+c.dim : o+c.dim]
 }
 
 // Keys returns the keys of slots [0, n) of a layer, back to back.
-func (c *Cache) Keys(layer, n int) []float32 { return c.k[layer][:n*c.dim] }
+func (c *Cache) Keys(layer, n int) []uint16 { return c.k[layer][:n*c.dim] }
 
 // Values returns the values of slots [0, n) of a layer, back to back.
-func (c *Cache) Values(layer, n int) []float32 { return c.v[layer][:n*c.dim] }
+func (c *Cache) Values(layer, n int) []uint16 { return c.v[layer][:n*c.dim] }
 
 // Commit appends the entries at the given scratch slots (each ≥ Len, in
 // increasing order) to the committed prefix, in that order. An entry already

@@ -2,11 +2,11 @@ package kv
 
 import "testing"
 
-func fill(c *Cache, slot int, x float32) {
+func fill(c *Cache, slot int, x uint16) {
 	for l := 0; l < c.layers; l++ {
 		for i := range c.K(l, slot) {
 			c.K(l, slot)[i] = x
-			c.V(l, slot)[i] = -x
+			c.V(l, slot)[i] = x + 100
 		}
 	}
 }
@@ -17,7 +17,7 @@ func TestCommitAndTruncate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s := 0; s < 5; s++ {
-		fill(c, s, float32(s))
+		fill(c, s, uint16(s))
 	}
 	if err := c.Commit([]int{0, 1}); err != nil { // a chain: in place
 		t.Fatal(err)
@@ -25,10 +25,10 @@ func TestCommitAndTruncate(t *testing.T) {
 	if err := c.Commit([]int{3, 4}); err != nil { // a tree path: slots 3, 4 move to 2, 3
 		t.Fatal(err)
 	}
-	want := []float32{0, 1, 3, 4}
+	want := []uint16{0, 1, 3, 4}
 	for l := 0; l < 2; l++ {
 		for s, w := range want {
-			if c.K(l, s)[2] != w || c.V(l, s)[0] != -w {
+			if c.K(l, s)[2] != w || c.V(l, s)[0] != w+100 {
 				t.Errorf("layer %d slot %d = %v/%v, want %v", l, s, c.K(l, s)[2], c.V(l, s)[0], w)
 			}
 		}

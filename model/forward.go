@@ -50,16 +50,16 @@ type State struct {
 	live   []int32
 
 	// Activations, row-major with n rows.
-	x        []float32 // (n, dim) residual stream
-	xb       []float32 // (n, dim) normed input
-	q        []float32 // (n, qdim)
-	k, v     []float32 // (n, kvdim)
-	att      []float32 // (n, qdim)
-	proj     []float32 // (n, dim)
-	hb, hb2  []float32 // (n, ffn)
-	ropeCos  []float32 // (n, ropeDim/2)
-	ropeSin  []float32 // (n, ropeDim/2)
-	scores   [][]float32
+	x        []float32   // (n, dim) residual stream
+	xb       []float32   // (n, dim) normed input
+	q        []float32   // (n, qdim)
+	k, v     []float32   // (n, kvdim)
+	att      []float32   // (n, qdim)
+	proj     []float32   // (n, dim)
+	hb, hb2  []float32   // (n, ffn)
+	ropeCos  []float32   // (n, ropeDim/2)
+	ropeSin  []float32   // (n, ropeDim/2)
+	scratchF [][]float32 // per attention worker: (2·headDim)
 	visBuf   []int32
 	scratch  quant.Scratch
 	headNorm []float32 // (n, dim) for the LM head
@@ -77,7 +77,10 @@ func (m *Model) NewState(ctx int) (*State, error) {
 		return nil, err
 	}
 	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers)}
-	s.scores = make([][]float32, max(1, m.Pool.Threads()))
+	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
+	for w := range s.scratchF {
+		s.scratchF[w] = make([]float32, 2*c.HeadDim)
+	}
 	return s, nil
 }
 
@@ -163,9 +166,6 @@ func (s *State) Begin(b Batch) error {
 	s.proj = grow(s.proj, n*c.Dim)
 	s.hb = grow(s.hb, n*c.FFN)
 	s.hb2 = grow(s.hb2, n*c.FFN)
-	for w := range s.scores {
-		s.scores[w] = grow(s.scores[w], base+n)
-	}
 	for i, t := range s.tokens {
 		s.m.Weights.Embed.DequantizeRow(int(t), s.x[i*c.Dim:(i+1)*c.Dim])
 	}
@@ -204,18 +204,6 @@ func (s *State) buildVisibility() {
 		s.vis[i] = s.visBuf[off : off+k : off+k]
 		off += k
 	}
-}
-
-// visible returns the batch rows row i attends to.
-func (s *State) visible(i int, buf []int32) []int32 {
-	if !s.chain {
-		return s.vis[i]
-	}
-	buf = buf[:0]
-	for j := 0; j <= i; j++ {
-		buf = append(buf, int32(j))
-	}
-	return buf
 }
 
 // ropeTables computes cos and sin of every row's rotation angles, the way

@@ -39,8 +39,8 @@ func (s *State) layer(l int, w *Layer) {
 		}
 		s.rope(i, q, c.Heads)
 		s.rope(i, k, c.KVHeads)
-		copy(s.Cache.K(l, s.base+i), k)
-		copy(s.Cache.V(l, s.base+i), v)
+		toF16(s.Cache.K(l, s.base+i), k)
+		toF16(s.Cache.V(l, s.base+i), v)
 	}
 
 	s.attention(l)
@@ -89,55 +89,86 @@ func (s *State) rope(row int, vec []float32, heads int) {
 func (s *State) attention(l int) {
 	c := s.cfg
 	tasks := s.n * c.Heads
-	workers := len(s.scores)
+	workers := len(s.scratchF)
 	s.m.Pool.For(workers, func(lo, hi int) {
-		var visBuf []int32
-		if s.chain {
-			visBuf = make([]int32, 0, s.n)
-		}
 		for w := lo; w < hi; w++ {
 			for t := w; t < tasks; t += workers {
-				s.attendOne(l, t/c.Heads, t%c.Heads, s.scores[w], visBuf)
+				s.attendOne(l, t/c.Heads, t%c.Heads, s.scratchF[w])
 			}
 		}
 	})
 }
 
-func (s *State) attendOne(l, row, h int, scores []float32, visBuf []int32) {
+// attendOne is ggml's CPU flash attention over an F16 cache, step for step,
+// so that results round as llama.cpp's do: the query is rounded to F16, each
+// score is an F16·F16 dot product summed in float, the softmax runs online,
+// and the weighted sum of values accumulates in F16.
+func (s *State) attendOne(l, row, h int, scratch []float32) {
 	c := s.cfg
 	hd := c.HeadDim
 	kvh := h / (c.Heads / c.KVHeads)
 	q := s.q[row*c.QDim()+h*hd : row*c.QDim()+(h+1)*hd]
+	qh, acc := scratch[:hd], scratch[hd:2*hd]
+	for i, v := range q {
+		qh[i] = roundF16(v)
+	}
+	clear(acc)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	vis := s.visible(row, visBuf)
-	n := s.base + len(vis)
-	scores = scores[:n]
-	slot := func(j int) int {
-		if j < s.base {
-			return j
-		}
-		return s.base + int(vis[j-s.base])
-	}
 	maxScore := float32(math.Inf(-1))
-	for j := range n {
-		k := s.Cache.K(l, slot(j))[kvh*hd : (kvh+1)*hd]
-		sc := quant.DotF32(q, k) * scale
-		scores[j] = sc
-		maxScore = max(maxScore, sc)
+	var sum float32
+	attend := func(slot int) {
+		k := s.Cache.K(l, slot)[kvh*hd : (kvh+1)*hd]
+		score := dotF16(qh, k) * scale
+		ms, vs := float32(1), float32(1)
+		if score > maxScore {
+			ms = float32(math.Exp(float64(maxScore - score)))
+			maxScore = score
+			for i := range acc {
+				acc[i] = roundF16(acc[i] * ms)
+			}
+		} else {
+			vs = float32(math.Exp(float64(score - maxScore)))
+		}
+		v := s.Cache.V(l, slot)[kvh*hd : (kvh+1)*hd]
+		for i := range acc {
+			acc[i] = roundF16(acc[i] + quant.F16ToF32(v[i])*vs)
+		}
+		sum = sum*ms + vs
 	}
-	var sum float64
-	for j := range n {
-		e := float32(math.Exp(float64(scores[j] - maxScore)))
-		scores[j] = e
-		sum += float64(e)
+	for slot := 0; slot < s.base; slot++ {
+		attend(slot)
 	}
-	inv := float32(1 / sum)
+	if s.chain {
+		for j := 0; j <= row; j++ {
+			attend(s.base + j)
+		}
+	} else {
+		for _, j := range s.vis[row] {
+			attend(s.base + int(j))
+		}
+	}
 	out := s.att[row*c.QDim()+h*hd : row*c.QDim()+(h+1)*hd]
-	clear(out)
-	for j := range n {
-		v := s.Cache.V(l, slot(j))[kvh*hd : (kvh+1)*hd]
-		quant.Axpy(scores[j]*inv, v, out)
+	inv := 1 / sum
+	for i := range out {
+		out[i] = acc[i] * inv
 	}
+}
+
+func roundF16(x float32) float32 { return quant.F16ToF32(quant.F32ToF16(x)) }
+
+func toF16(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = quant.F32ToF16(v)
+	}
+}
+
+// dotF16 is ggml_vec_dot_f16 of a query already rounded to F16 with a key.
+func dotF16(q []float32, k []uint16) float32 {
+	var sum float64
+	for i, x := range k {
+		sum += float64(q[i] * quant.F16ToF32(x))
+	}
+	return float32(sum)
 }
 
 // rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).

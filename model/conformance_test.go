@@ -1,0 +1,197 @@
+package model
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"shade/quant"
+	"shade/sample"
+)
+
+const conformanceDir = "../../shared/testdata/conformance"
+
+type refRow struct {
+	Row    int          `json:"row"`
+	Argmax int32        `json:"argmax"`
+	Mean   float64      `json:"mean"`
+	Std    float64      `json:"std"`
+	Top    [][2]float64 `json:"top"`
+}
+
+type reference struct {
+	Model        string   `json:"model"`
+	Prompt       string   `json:"prompt"`
+	PromptTokens []int32  `json:"prompt_tokens"`
+	Greedy       []int32  `json:"greedy_tokens"`
+	Rows         []refRow `json:"rows"`
+}
+
+func conformanceModels(t testing.TB) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(conformanceDir, "*.ref.json"))
+	if len(m) == 0 {
+		t.Skip("../shared/testdata/conformance not present: the llama.cpp reference pack is needed")
+	}
+	return m
+}
+
+func loadReference(t testing.TB, path string) (*reference, []float32) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref reference
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(strings.TrimSuffix(path, ".ref.json") + ".lastrow.f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := make([]float32, len(raw)/4)
+	for i := range last {
+		last[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return &ref, last
+}
+
+// tolerances from the conformance README.
+func tolerances(file string) (top, full float64) {
+	if strings.HasPrefix(filepath.Base(file), "stories260K") {
+		return 0.01, 0.02
+	}
+	return 0.05, 0.08
+}
+
+// checkRow compares one row of logits with the reference row.
+func checkRow(t *testing.T, name string, got []float32, ref refRow, topTol float64) {
+	t.Helper()
+	s := ref.Std
+	var worst float64
+	worstID := 0
+	for _, p := range ref.Top {
+		id := int(p[0])
+		if d := math.Abs(float64(got[id]) - p[1]); d > worst {
+			worst, worstID = d, id
+		}
+	}
+	if worst > topTol*s {
+		t.Errorf("%s row %d: token %d differs by %.4g > %.3g·std (%.4g)", name, ref.Row, worstID, worst, topTol, topTol*s)
+	}
+	if len(ref.Top) >= 2 && ref.Top[0][1]-ref.Top[1][1] > 0.1*s {
+		if am := sample.Argmax(got); am != ref.Argmax {
+			t.Errorf("%s row %d: argmax %d, reference %d", name, ref.Row, am, ref.Argmax)
+		}
+	}
+}
+
+func runConformance(t *testing.T) {
+	for _, refPath := range conformanceModels(t) {
+		name := strings.TrimSuffix(filepath.Base(refPath), ".ref.json")
+		t.Run(name, func(t *testing.T) {
+			ref, last := loadReference(t, refPath)
+			topTol, fullTol := tolerances(name)
+			m, err := Open(filepath.Join(conformanceDir, name+".gguf"), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			vocab := m.Config.Vocab
+			s, err := m.NewState(256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			np := len(ref.PromptTokens)
+			if err := s.Forward(Chain(ref.PromptTokens)); err != nil {
+				t.Fatal(err)
+			}
+			rows := make([]int, np)
+			for i := range rows {
+				rows[i] = i
+			}
+			logits := make([]float32, np*vocab)
+			if err := s.Logits(rows, logits); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CommitAll(); err != nil {
+				t.Fatal(err)
+			}
+			for r := 0; r < np; r++ {
+				checkRow(t, name, logits[r*vocab:(r+1)*vocab], ref.Rows[r], topTol)
+			}
+			lastRow := logits[(np-1)*vocab : np*vocab]
+			s0 := ref.Rows[np-1].Std
+			var worst float64
+			for i, v := range last {
+				worst = max(worst, math.Abs(float64(lastRow[i]-v)))
+			}
+			if worst > fullTol*s0 {
+				t.Errorf("full last row: max difference %.4g > %.3g·std (%.4g)", worst, fullTol, fullTol*s0)
+			}
+			// Teacher forcing: one token per pass.
+			row := make([]float32, vocab)
+			for k := 1; np-1+k < len(ref.Rows); k++ {
+				if err := s.Forward(Chain([]int32{ref.Greedy[k-1]})); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Logits([]int{0}, row); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.CommitAll(); err != nil {
+					t.Fatal(err)
+				}
+				checkRow(t, name, row, ref.Rows[np-1+k], topTol)
+			}
+		})
+	}
+}
+
+func TestConformance(t *testing.T) { runConformance(t) }
+
+// TestConformanceGeneric runs the same checks with the pure-Go kernels.
+func TestConformanceGeneric(t *testing.T) {
+	quant.UseGeneric(true)
+	defer quant.UseGeneric(false)
+	runConformance(t)
+}
+
+// TestStoriesGreedy checks that the one trained model continues its prompt
+// with exactly llama.cpp's greedy tokens.
+func TestStoriesGreedy(t *testing.T) {
+	conformanceModels(t)
+	for _, name := range []string{"stories260K", "stories260K-f16"} {
+		ref, _ := loadReference(t, filepath.Join(conformanceDir, name+".ref.json"))
+		m, err := Open(filepath.Join(conformanceDir, name+".gguf"), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := m.NewState(512)
+		logits := make([]float32, m.Config.Vocab)
+		if err := s.Forward(Chain(ref.PromptTokens)); err != nil {
+			t.Fatal(err)
+		}
+		s.Logits([]int{len(ref.PromptTokens) - 1}, logits)
+		s.CommitAll()
+		var got []int32
+		for range ref.Greedy {
+			next := sample.Argmax(logits)
+			got = append(got, next)
+			s.Forward(Chain([]int32{next}))
+			s.Logits([]int{0}, logits)
+			s.CommitAll()
+		}
+		for i := range got {
+			if got[i] != ref.Greedy[i] {
+				t.Errorf("%s: greedy token %d = %d, llama.cpp %d (got %v)", name, i, got[i], ref.Greedy[i], got)
+				break
+			}
+		}
+		m.Close()
+	}
+}
