@@ -4,4 +4,17 @@
 // nothing of models. Every kernel has a pure-Go reference twin that stays
 // compiled under its own name; faster per-architecture kernels are chosen once
 // at start-up and tested against it.
+//
+// The block layouts are ggml's, byte for byte. Matrix products follow
+// llama.cpp's CPU backend: activations are first converted to the type each
+// weight type's dot product pairs with (Q8_0 for Q4_0 and Q8_0 weights, Q8_K
+// for Q4_K and Q6_K, F16 for F16, BF16 for BF16), integer products are summed
+// exactly within a block and scaled once per block in float32, so results
+// land next to llama.cpp's.
+//
+// The entry points are Dequantize and Quantize for whole buffers, and Matrix
+// with MatMul for the forward pass:
+//
+//	m, err := quant.NewMatrix(quant.Q4_K, rows, cols, data) // data from the mmap'd file
+//	quant.MatMul(pool, m, x, n, y, &scratch)                // y[i*rows+r] = m row r · x row i
 package quant

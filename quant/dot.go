@@ -133,7 +133,7 @@ func dotF16Go(w []byte, x []float32) float32 {
 	var sum float64
 	w = w[:2*len(x)]
 	for i, v := range x {
-		sum += float64(F16ToF32(le16(w[2*i:])) * v)
+		sum += float64(f16Table[le16(w[2*i:])] * v)
 	}
 	return float32(sum)
 }

@@ -21,6 +21,16 @@ func F16ToF32(h uint16) float32 {
 	}
 }
 
+// f16Table holds F16ToF32 of every half, for kernels that widen a half per
+// weight (F16ToF32 itself is too large to inline).
+var f16Table = func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for i := range t {
+		t[i] = F16ToF32(uint16(i))
+	}
+	return t
+}()
+
 // F32ToF16 rounds f to the nearest half-precision value, ties to even, as
 // ggml's GGML_FP32_TO_FP16 does: values beyond the half range become
 // infinities, tiny values become subnormals or zero, and every NaN becomes

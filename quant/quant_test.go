@@ -486,14 +486,18 @@ func TestMatMul(t *testing.T) {
 		if typ.BlockSize() == 256 {
 			cols = 512
 		}
-		for _, rows := range []int{1, 7, 33, 67} {
+		rowCounts, maxN := []int{1, 7, 33, 67}, 5
+		if testing.Short() {
+			rowCounts, maxN = []int{7, 33}, 3
+		}
+		for _, rows := range rowCounts {
 			wf := testData(rng, rows*cols)
 			m, err := NewMatrix(typ, rows, cols, encode(t, typ, wf))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wd := decode(t, typ, m.Data, rows*cols)
-			for n := 1; n <= 5; n++ {
+			for n := 1; n <= maxN; n++ {
 				x := testData(rng, n*cols)
 				for name, p := range pools {
 					y := make([]float32, n*rows+1)
