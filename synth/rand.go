@@ -1,6 +1,9 @@
 package synth
 
-import "math/rand/v2"
+import (
+	"math"
+	"math/rand/v2"
+)
 
 // splitmix64 is a bijective 64-bit mixer (Steele, Lea and Flood's SplitMix64
 // finalizer), used to derive generator seeds.
@@ -38,5 +41,20 @@ func normalRow(row []float32, seed uint64, r int, mean, std float32) {
 		x := g.Uint64()
 		s := int64(x&0xffff) + int64(x>>16&0xffff) + int64(x>>32&0xffff) + int64(x>>48)
 		row[i] = mean + k*float32(s-2*65535)
+	}
+}
+
+// scaleRMS scales x so that its root mean square is rms.
+func scaleRMS(x []float32, rms float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	if ss == 0 {
+		return
+	}
+	k := rms / float32(math.Sqrt(ss/float64(len(x))))
+	for i := range x {
+		x[i] *= k
 	}
 }

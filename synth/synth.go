@@ -128,9 +128,10 @@ func WriteFile(path string, o Options) (err error) {
 type fill uint8
 
 const (
-	fillNormal fill = iota // N(0, std²) per value
-	fillNorm               // 1 + N(0, std²): RMSNorm weights
-	fillFixed              // the values in tensor.fixed
+	fillNormal  fill = iota // N(0, std²) per value
+	fillNorm                // 1 + N(0, std²): RMSNorm weights
+	fillUnitRow             // N(0, 1) per value, each row then scaled to RMS std exactly
+	fillFixed               // the values in tensor.fixed
 )
 
 // tensor is one tensor of the plan. Its data is rows × rowLen values.
@@ -164,25 +165,34 @@ type plan struct {
 
 // Weight scales. Every projection reads an RMS-normed input (RMS 1), so a
 // matrix whose entries have std 1/√n (n its row length) produces outputs of
-// std ≈ 1. The knobs:
+// std ≈ 1: Q, K, V, gate and up are scaled so. The other scales:
 //
-//   - logitStd: the LM head (output.weight, or token_embd.weight when tied)
-//     has std logitStd/√dim, so logits have std ≈ logitStd.
-//   - residualRMS: the attention and FFN output projections are scaled so the
-//     blocks add up to a residual stream of RMS ≈ residualRMS, whatever the
-//     depth. The token embedding has RMS logitStd/√dim (small, for dim ≥ 64),
-//     so the final hidden state is dominated by the blocks. That matters when
-//     the embedding is tied: the input token's own logit gets a bonus of
-//     about logitStd·(embedding RMS)/(residual RMS)·√dim = logitStd²/residualRMS
-//     ≈ 1 unit, a third of a standard deviation, too little to make greedy
-//     decoding repeat the input token.
+//   - The LM head (output.weight, or token_embd.weight when tied) has rows
+//     of RMS exactly logitStd/√dim, so logits have std ≈ logitStd. The
+//     embedding has the same RMS: small next to what the blocks add.
+//   - Layer 0's attention output adds only attn0Share times the embedding's
+//     RMS, so that layer 0's FFN still sees mostly the current token and
+//     turns it into a large token-specific vector, of RMS residualRMS/√2.
+//     Every later sublayer adds an independent vector of RMS
+//     residualRMS/√(4·(Layers−1)), together as much again, so the residual
+//     stream ends at RMS ≈ residualRMS whatever the depth.
+//
+// Why: with a tied embedding, the input token's own logit gets a bonus of
+// about (its share of the final hidden state)·√dim·logitStd =
+// logitStd²/residualRMS ≈ 0.3 units, a tenth of a standard deviation, too
+// little to make greedy decoding repeat the input. And if context-averaged
+// attention outputs swamped the token before the first FFN, consecutive
+// hidden states would be nearly equal and greedy decoding would stick to one
+// token; with the token carried by layer 0's FFN, consecutive hidden states
+// are nearly uncorrelated.
 const (
 	logitStd    = 3.0
-	residualRMS = 9.0
+	residualRMS = 30.0
+	attn0Share  = 0.5
 	normNoise   = 0.02 // std of RMSNorm weights around 1
-	biasStd     = 0.1  // qwen2 QKV biases, against projections of std 1
-	// swigluRMS is the RMS of silu(g)·u for g, u ~ N(0, 1).
-	swigluRMS = 0.6
+	biasStd     = 0.02 // qwen2 QKV biases, against projections of std 1
+	// swigluRMS is the RMS of silu(g)·u for g, u ~ N(0, 1): √0.3558.
+	swigluRMS = 0.5965
 )
 
 func newPlan(o Options) (*plan, error) {
@@ -206,25 +216,36 @@ func newPlan(o Options) (*plan, error) {
 	p := &plan{shape: s, vocab: vocab}
 	dim, q, kv, ffn := s.Dim, s.QDim(), s.KVDim(), s.FFN
 	isqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
-	// Each of the 2·Layers sublayers adds an independent vector of RMS r.
-	r := residualRMS / float32(math.Sqrt(float64(2*s.Layers)))
+	// Layer 0's attention adds little to the embedding, so that its FFN sees
+	// the token and turns it into a large token-specific vector (RMS r0);
+	// every later sublayer adds an independent vector of RMS r, together as
+	// much again.
+	embStd := logitStd * isqrt(dim)
+	r0 := residualRMS / float32(math.Sqrt2)
+	r := r0
+	if s.Layers > 1 {
+		r = r0 / float32(math.Sqrt(float64(2*(s.Layers-1))))
+	}
 
 	var errs []error
-	matrix := func(name string, rowLen, rows int, std float32) {
+	matrixFill := func(name string, rowLen, rows int, f fill, std float32) {
 		if rowLen%o.Type.BlockSize() != 0 {
 			errs = append(errs, fmt.Errorf("synth: shape %q: tensor %q has rows of %d, not a whole number of %v blocks of %d",
 				s.Name, name, rowLen, o.Type, o.Type.BlockSize()))
 		}
-		p.add(o.Seed, &tensor{name: name, typ: o.Type, rowLen: rowLen, rows: rows, fill: fillNormal, std: std})
+		p.add(o.Seed, &tensor{name: name, typ: o.Type, rowLen: rowLen, rows: rows, fill: f, std: std})
+	}
+	matrix := func(name string, rowLen, rows int, std float32) {
+		matrixFill(name, rowLen, rows, fillNormal, std)
 	}
 	vector := func(name string, n int, f fill, std float32) {
 		p.add(o.Seed, &tensor{name: name, typ: quant.F32, rowLen: n, rows: 1, fill: f, std: std})
 	}
 
-	matrix("token_embd.weight", dim, vocab, logitStd*isqrt(dim))
+	matrixFill("token_embd.weight", dim, vocab, fillUnitRow, embStd)
 	vector("output_norm.weight", dim, fillNorm, normNoise)
 	if !s.Tied {
-		matrix("output.weight", dim, vocab, logitStd*isqrt(dim))
+		matrixFill("output.weight", dim, vocab, fillUnitRow, logitStd*isqrt(dim))
 	}
 	if s.Llama3Rope {
 		p.add(o.Seed, &tensor{name: "rope_freqs.weight", typ: quant.F32, rowLen: s.HeadDim / 2, rows: 1,
@@ -246,11 +267,15 @@ func newPlan(o Options) (*plan, error) {
 			vector(b+"attn_k_norm.weight", s.HeadDim, fillNorm, normNoise)
 		}
 		// The attention output is a weighted mean of V rows of RMS ≈ 1.
-		matrix(b+"attn_output.weight", q, dim, r*isqrt(q))
+		ra, rf := r, r
+		if l == 0 {
+			ra, rf = attn0Share*embStd, r0
+		}
+		matrix(b+"attn_output.weight", q, dim, ra*isqrt(q))
 		vector(b+"ffn_norm.weight", dim, fillNorm, normNoise)
 		matrix(b+"ffn_gate.weight", dim, ffn, isqrt(dim))
 		matrix(b+"ffn_up.weight", dim, ffn, isqrt(dim))
-		matrix(b+"ffn_down.weight", ffn, dim, r/swigluRMS*isqrt(ffn))
+		matrix(b+"ffn_down.weight", ffn, dim, rf/swigluRMS*isqrt(ffn))
 	}
 	if len(errs) > 0 {
 		// Later layers repeat the first one's problem.
@@ -453,6 +478,9 @@ func (t *tensor) encode(r0, r1 int, vals []float32, buf []byte) ([]byte, error) 
 			normalRow(row, t.seed, r, 0, t.std)
 		case fillNorm:
 			normalRow(row, t.seed, r, 1, t.std)
+		case fillUnitRow:
+			normalRow(row, t.seed, r, 0, 1)
+			scaleRMS(row, t.std)
 		}
 	}
 	out := buf[:(r1-r0)*t.rowBytes]
