@@ -36,10 +36,10 @@ func (t *Tokenizer) TokenBytes(id int32) []byte {
 	return t.pieces[id]
 }
 
-// textPiece is token_to_piece(id, special=false): control and unknown
-// tokens (and ids out of range) give nothing.
-func (t *Tokenizer) textPiece(id int32) []byte {
-	if !t.valid(id) || t.attrs[id]&(attrUnknown|attrControl) != 0 {
+// textPiece is token_to_piece(id, special): without special, control and
+// unknown tokens give nothing. Ids out of range give nothing.
+func (t *Tokenizer) textPiece(id int32, special bool) []byte {
+	if !t.valid(id) || !special && t.attrs[id]&(attrUnknown|attrControl) != 0 {
 		return nil
 	}
 	return t.pieces[id]
@@ -53,10 +53,16 @@ func (t *Tokenizer) textPiece(id int32) []byte {
 // for it (gpt-2 and llama-3 pre-tokenizers) spaces before ?!., and in
 // contractions are cleaned up. Ids out of range give nothing. The bytes are
 // not checked for UTF-8 validity.
-func (t *Tokenizer) Decode(ids []int32) string {
+func (t *Tokenizer) Decode(ids []int32) string { return t.decode(ids, false) }
+
+// DecodeSpecial is Decode with control and unknown tokens rendered as their
+// text (llama_detokenize with unparse_special=true).
+func (t *Tokenizer) DecodeSpecial(ids []int32) string { return t.decode(ids, true) }
+
+func (t *Tokenizer) decode(ids []int32, special bool) string {
 	var out []byte
 	for i, id := range ids {
-		p := t.textPiece(id)
+		p := t.textPiece(id, special)
 		if i == 0 && t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {
 			p = p[1:]
 		}
@@ -126,6 +132,10 @@ func cleanSpaces(text []byte) []byte {
 // complete; where Decode cleans up spaces, text near a space or apostrophe is
 // held back until the clean-up cannot change it.
 type Decoder struct {
+	// Special renders control and unknown tokens as their text (the
+	// streaming form of DecodeSpecial). Set it before the first Add.
+	Special bool
+
 	t       *Tokenizer
 	started bool
 	pending []byte // decoded, not yet returned
@@ -136,7 +146,7 @@ func NewDecoder(t *Tokenizer) *Decoder { return &Decoder{t: t} }
 
 // Add decodes id and returns the text that became final.
 func (d *Decoder) Add(id int32) string {
-	p := d.t.textPiece(id)
+	p := d.t.textPiece(id, d.Special)
 	if !d.started && d.t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {
 		p = p[1:]
 	}

@@ -179,3 +179,25 @@ func TestDecodeControlAndInvalid(t *testing.T) {
 		t.Errorf("Piece(1917) = %q", got)
 	}
 }
+
+func TestDecodeSpecial(t *testing.T) {
+	tk := loadGGUF(t, "tokenizer/ggml-vocab-llama3.gguf")
+	ids := []int32{128000, 9906, 1917, 128009}
+	want := "<|begin_of_text|>Hello world<|eot_id|>"
+	if got := tk.DecodeSpecial(ids); got != want {
+		t.Errorf("DecodeSpecial = %q, want %q", got, want)
+	}
+	d := NewDecoder(tk)
+	d.Special = true
+	var sb strings.Builder
+	for _, id := range ids {
+		sb.WriteString(d.Add(id))
+	}
+	sb.WriteString(d.Flush())
+	if sb.String() != want {
+		t.Errorf("streamed with Special = %q, want %q", sb.String(), want)
+	}
+	if got := tk.Decode(ids); got != "Hello world" {
+		t.Errorf("Decode = %q", got)
+	}
+}

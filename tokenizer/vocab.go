@@ -31,7 +31,7 @@ type Vocab struct {
 	Tokens []string    // tokenizer.ggml.tokens
 	Scores []float32   // tokenizer.ggml.scores (nil = all zero)
 	Types  []TokenType // tokenizer.ggml.token_type (nil = all normal)
-	Merges []string    // tokenizer.ggml.merges, "left right" (gpt2 only)
+	Merges []string    // tokenizer.ggml.merges, "left right" (gpt2 only; ignored for llama)
 
 	// Special token ids as stored. An id outside the vocab is ignored, as in
 	// llama.cpp (files use 0xFFFFFFFF for "none").
@@ -113,12 +113,10 @@ func New(v Vocab) (*Tokenizer, error) {
 		}
 	}
 
-	if t.kind == kindBPE {
+	if t.kind == kindBPE { // SPM vocabs ignore merges, as llama.cpp does
 		if err := t.initBPE(v.Merges); err != nil {
 			return nil, err
 		}
-	} else if v.Merges != nil && len(v.Merges) > 0 {
-		return nil, fmt.Errorf("tokenizer: merges given for a %q (SentencePiece) vocab", v.Model)
 	}
 	if err := t.initBytes(); err != nil {
 		return nil, err
