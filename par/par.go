@@ -3,14 +3,22 @@
 // (matrix rows, attention heads), called thousands of times a second: a call
 // spawns no goroutine and does not allocate. It is not a general task queue:
 // a Pool runs one loop at a time.
+//
+// Waking a parked goroutine costs tens of microseconds, as long as a small
+// loop takes, so workers that have just finished a chunk keep polling for
+// the next loop for a short while (spinWait) before they park, as ggml's
+// thread pool does; back-to-back loops then start at once.
 package par
 
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// spinWait is how long an idle worker polls for new work before parking.
+const spinWait = 50 * time.Microsecond
 
 // Pool is a set of persistent workers that split loops over an index range.
 // A Pool with threads T keeps T-1 worker goroutines; the goroutine calling
@@ -21,24 +29,33 @@ import (
 // A nil *Pool is valid and runs every loop inline on the caller.
 type Pool struct {
 	threads int
-	workers []chan *loop // one per worker goroutine; carries the loop to join
-	done    sync.WaitGroup
+	workers []*worker
 	l       loop // the loop in flight, reused by every call
+	closing atomic.Bool
+	exited  chan struct{} // one receive per worker that has exited
 	closed  bool
+}
+
+// worker is one persistent goroutine. The caller hands it a loop through job
+// and, if the worker has parked, a token on wake.
+type worker struct {
+	job    atomic.Pointer[loop]
+	parked atomic.Bool
+	wake   chan struct{} // buffered 1
 }
 
 // loop is one For call: the range, its split into chunks, and the chunks not
 // yet claimed. Participants claim chunks with an atomic counter, so a worker
-// that wakes late finds its share already done by the others.
+// that starts late finds its share already done by the others.
 type loop struct {
-	fn     func(lo, hi int)
-	n      int
-	grain  int
-	grains int // ceil(n / grain)
-	chunks int
-	next   atomic.Int64 // next chunk index to claim
-	wg     sync.WaitGroup
-	panicv atomic.Pointer[panicValue] // first panic raised by fn on a worker
+	fn      func(lo, hi int)
+	n       int
+	grain   int
+	grains  int // ceil(n / grain)
+	chunks  int
+	next    atomic.Int64 // next chunk index to claim
+	pending atomic.Int32 // helpers that have not finished
+	panicv  atomic.Pointer[panicValue]
 }
 
 type panicValue struct{ v any }
@@ -49,22 +66,48 @@ func New(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	p := &Pool{threads: threads}
-	p.workers = make([]chan *loop, threads-1)
-	for i := range p.workers {
-		ch := make(chan *loop, 1)
-		p.workers[i] = ch
-		p.done.Add(1)
-		go p.work(ch)
+	p := &Pool{threads: threads, exited: make(chan struct{}, threads)}
+	for i := 0; i < threads-1; i++ {
+		w := &worker{wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		go p.work(w)
 	}
 	return p
 }
 
-func (p *Pool) work(ch chan *loop) {
-	defer p.done.Done()
-	for l := range ch {
-		l.runCatching()
-		l.wg.Done()
+// work is a worker's life: run the loops it is handed; between loops poll
+// for spinWait, then park until woken.
+func (p *Pool) work(w *worker) {
+	defer func() { p.exited <- struct{}{} }()
+	for {
+		idleSince := time.Now()
+		for spins := 0; ; spins++ {
+			if l := w.job.Load(); l != nil {
+				w.job.Store(nil)
+				l.runCatching()
+				l.pending.Add(-1)
+				idleSince = time.Now()
+				continue
+			}
+			if p.closing.Load() {
+				return
+			}
+			if spins%64 == 63 {
+				if time.Since(idleSince) > spinWait {
+					break
+				}
+				// Let other goroutines have this P: with more threads than
+				// Ps, the caller may be waiting for one.
+				runtime.Gosched()
+			}
+		}
+		// Park. The caller stores the job before reading parked, and we set
+		// parked before re-reading the job, so one of us sees the other.
+		w.parked.Store(true)
+		if w.job.Load() == nil && !p.closing.Load() {
+			<-w.wake
+		}
+		w.parked.Store(false)
 	}
 }
 
@@ -103,13 +146,25 @@ func (p *Pool) ForGrain(n, grain int, fn func(lo, hi int)) {
 	l.fn, l.n, l.grain, l.grains, l.chunks = fn, n, grain, grains, chunks
 	l.next.Store(0)
 	l.panicv.Store(nil)
-	helpers := chunks - 1
-	l.wg.Add(helpers)
-	for _, ch := range p.workers[:helpers] {
-		ch <- l
+	helpers := p.workers[:chunks-1]
+	l.pending.Store(int32(len(helpers)))
+	for _, w := range helpers {
+		w.job.Store(l)
+		if w.parked.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default: // a token is already waiting
+			}
+		}
 	}
 	l.runCatching()
-	l.wg.Wait()
+	// The helpers have claimed or finished the other chunks; wait without
+	// parking, since parking and waking would cost more than the wait.
+	for spins := 0; l.pending.Load() != 0; spins++ {
+		if spins%64 == 63 {
+			runtime.Gosched()
+		}
+	}
 	l.fn = nil // drop the reference so fn's captures can be collected
 	if pv := l.panicv.Load(); pv != nil {
 		panic(pv.v)
@@ -135,7 +190,7 @@ func (l *loop) runCatching() {
 	defer func() {
 		if r := recover(); r != nil {
 			l.panicv.CompareAndSwap(nil, &panicValue{r})
-			// Let the other participants finish the remaining chunks.
+			// Let the other participants skip the remaining chunks.
 			l.next.Store(int64(l.chunks))
 		}
 	}()
@@ -149,10 +204,16 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	for _, ch := range p.workers {
-		close(ch)
+	p.closing.Store(true)
+	for _, w := range p.workers {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
-	p.done.Wait()
+	for range p.workers {
+		<-p.exited
+	}
 	p.workers = nil
 }
 
