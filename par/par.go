@@ -53,8 +53,10 @@ type loop struct {
 	grain   int
 	grains  int // ceil(n / grain)
 	chunks  int
-	next    atomic.Int64 // next chunk index to claim
-	pending atomic.Int32 // helpers that have not finished
+	next    atomic.Int64  // next chunk index to claim
+	pending atomic.Int32  // helpers that have not finished
+	waiting atomic.Bool   // the caller has parked on done
+	done    chan struct{} // buffered 1; wakes a parked caller
 	panicv  atomic.Pointer[panicValue]
 }
 
@@ -67,6 +69,7 @@ func New(threads int) *Pool {
 		threads = runtime.NumCPU()
 	}
 	p := &Pool{threads: threads, exited: make(chan struct{}, threads)}
+	p.l.done = make(chan struct{}, 1)
 	for i := 0; i < threads-1; i++ {
 		w := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, w)
@@ -85,7 +88,7 @@ func (p *Pool) work(w *worker) {
 			if l := w.job.Load(); l != nil {
 				w.job.Store(nil)
 				l.runCatching()
-				l.pending.Add(-1)
+				l.finish()
 				idleSince = time.Now()
 				continue
 			}
@@ -158,16 +161,43 @@ func (p *Pool) ForGrain(n, grain int, fn func(lo, hi int)) {
 		}
 	}
 	l.runCatching()
-	// The helpers have claimed or finished the other chunks; wait without
-	// parking, since parking and waking would cost more than the wait.
-	for spins := 0; l.pending.Load() != 0; spins++ {
-		if spins%64 == 63 {
-			runtime.Gosched()
-		}
-	}
+	l.wait()
 	l.fn = nil // drop the reference so fn's captures can be collected
 	if pv := l.panicv.Load(); pv != nil {
 		panic(pv.v)
+	}
+}
+
+// wait returns once every helper has finished. The helpers have claimed or
+// finished the other chunks, so it polls for spinWait, which costs less than
+// parking and being woken, then parks in case a helper is held up (a busy
+// machine, or more threads than cores).
+func (l *loop) wait() {
+	start := time.Now()
+	for spins := 0; l.pending.Load() != 0; spins++ {
+		if spins%64 == 63 {
+			if time.Since(start) > spinWait {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	l.waiting.Store(true)
+	// A token left by an earlier loop only costs one more check.
+	for l.pending.Load() != 0 {
+		<-l.done
+	}
+	l.waiting.Store(false)
+}
+
+// finish is a helper's last act in a loop: count itself out and wake the
+// caller if it has parked.
+func (l *loop) finish() {
+	if l.pending.Add(-1) == 0 && l.waiting.Load() {
+		select {
+		case l.done <- struct{}{}:
+		default:
+		}
 	}
 }
 

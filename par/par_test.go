@@ -2,8 +2,10 @@ package par
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // cover runs ForGrain and checks that every index in [0, n) is visited
@@ -104,6 +106,31 @@ func TestForUsesSeveralGoroutines(t *testing.T) {
 	})
 	if failed.Load() {
 		t.Skip("workers did not run concurrently (machine too busy?)")
+	}
+}
+
+// TestSlowHelper makes the caller wait longer than spinWait for a helper, so
+// that it parks and must be woken.
+func TestSlowHelper(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	for round := 0; round < 5; round++ {
+		var started, finished atomic.Int32
+		p.For(2, func(lo, hi int) {
+			if lo == 0 {
+				// Wait until another goroutine holds chunk 1.
+				for started.Load() == 0 {
+					runtime.Gosched()
+				}
+			} else {
+				started.Store(1)
+				time.Sleep(2 * time.Millisecond)
+			}
+			finished.Add(1)
+		})
+		if finished.Load() != 2 {
+			t.Fatalf("round %d: For returned with %d of 2 chunks finished", round, finished.Load())
+		}
 	}
 }
 
