@@ -129,8 +129,9 @@ func cleanSpaces(text []byte) []byte {
 // ids, except that bytes which are not valid UTF-8 come out as U+FFFD (one per
 // byte), so every returned chunk is valid UTF-8. A UTF-8 sequence split across
 // tokens (SPM byte fallback, byte-level BPE) is held back until it is
-// complete; where Decode cleans up spaces, text near a space or apostrophe is
-// held back until the clean-up cannot change it.
+// complete; where Decode cleans up spaces, a trailing space or apostrophe
+// (and up to two bytes after an apostrophe) is held back until the clean-up
+// cannot change it.
 type Decoder struct {
 	// Special renders control and unknown tokens as their text (the
 	// streaming form of DecodeSpecial). Set it before the first Add.
@@ -186,24 +187,17 @@ func (d *Decoder) cut() int {
 	if !d.t.cleanSpaces {
 		return end
 	}
-	// The clean-up only looks a few bytes around spaces and apostrophes: cut
-	// between two bytes that are neither, at a character boundary, with no
-	// apostrophe in the two bytes before (" 're" needs the "e" to decide).
-	for p := min(end, len(b)-1); p >= 1; p-- {
-		if inert(b[p-1]) && inert(b[p]) && utf8.RuneStart(b[p]) &&
-			(p < 2 || b[p-2] != '\'') && (p < 3 || b[p-3] != '\'') {
+	// The clean-up only removes spaces, deciding from the few bytes after a
+	// space or apostrophe (" 're" needs the "e"). Text can be cut after a
+	// byte that is neither, with no apostrophe in the two bytes before it:
+	// whatever follows, the clean-up of the two sides is then independent.
+	for p := end; p >= 1; p-- {
+		if b[p-1] != ' ' && b[p-1] != '\'' && (p < 2 || b[p-2] != '\'') && (p < 3 || b[p-3] != '\'') &&
+			(p == len(b) || utf8.RuneStart(b[p])) {
 			return p
 		}
 	}
 	return 0
-}
-
-func inert(c byte) bool {
-	switch c {
-	case ' ', '\'', '?', '!', '.', ',':
-		return false
-	}
-	return true
 }
 
 func (d *Decoder) emit(b []byte) string {

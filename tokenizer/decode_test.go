@@ -104,23 +104,28 @@ func TestDecoderRandomIDs(t *testing.T) {
 	}
 }
 
-// TestCleanSpacesChunks checks the Decoder's cut rule: cleaning two chunks
-// cut where Decoder cuts equals cleaning the whole.
+// TestCleanSpacesChunks checks the Decoder's cut rule: for any text A and
+// continuation C, with p the cut the Decoder chooses on A, cleaning A[:p] and
+// A[p:]+C separately equals cleaning A+C.
 func TestCleanSpacesChunks(t *testing.T) {
-	alpha := []byte(" '?!.,sdmtrevlxa")
 	rng := rand.New(rand.NewPCG(3, 4))
 	d := &Decoder{t: &Tokenizer{cleanSpaces: true}}
-	for range 200000 {
+	for i := range 600000 {
+		alpha := []byte(" '?!.,sdmtrevlxa")
+		if i%2 == 1 {
+			alpha = []byte(" ' 'reslx") // dense in " ' " and " 're"
+		}
 		b := make([]byte, rng.IntN(14))
 		for i := range b {
 			b[i] = alpha[rng.IntN(len(alpha))]
 		}
-		d.pending = append(d.pending[:0], b...)
+		k := rng.IntN(len(b) + 1) // A = b[:k], C = b[k:]
+		d.pending = append(d.pending[:0], b[:k]...)
 		p := d.cut()
 		whole := string(cleanSpaces(bytes.Clone(b)))
 		parts := string(cleanSpaces(bytes.Clone(b[:p]))) + string(cleanSpaces(bytes.Clone(b[p:])))
 		if whole != parts {
-			t.Fatalf("%q cut at %d: whole %q, parts %q", b, p, whole, parts)
+			t.Fatalf("%q + %q cut at %d: whole %q, parts %q", b[:k], b[k:], p, whole, parts)
 		}
 	}
 }

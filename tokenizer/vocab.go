@@ -68,7 +68,6 @@ func New(v Vocab) (*Tokenizer, error) {
 	case "gpt2":
 		t.kind = kindBPE
 		t.bos, t.eos, t.unk = 11, 11, NoToken
-		t.cleanSpaces = true
 		if t.pre == "" {
 			t.pre = "default" // llama.cpp warns and falls back to this
 		}
