@@ -10,6 +10,20 @@
 //
 // Build a Tokenizer with FromGGUF, or fill a Vocab and call New. A Tokenizer
 // is immutable and safe for concurrent use; a Decoder is not.
+//
+// Pre-tokenizers (tokenizer.ggml.pre, gpt2 vocabs only) are accepted by the
+// names llama.cpp maps to the GPT-2 regex ("gpt-2", "phi-2", "mpt", "olmo", …),
+// the Llama-3 regex ("llama-bpe", "llama3", "llama-v3", "dbrx", "smaug-bpe", …),
+// the Qwen2 regex ("qwen2", "deepseek-r1-qwen", "stablelm2", …) and
+// "default" (also used when the key is absent, as in llama.cpp); any other
+// name is an error. The hand-written splitters agree with llama.cpp's matchers
+// and with std::regex on its collapsed text (see testdata/regex_oracle.cpp).
+//
+// Character classes come from Go's unicode tables (Unicode 15.0) with
+// llama.cpp's 15.1 letter additions patched in. Where llama.cpp's output
+// depends on hash-map iteration order (which of several end-of-turn texts
+// becomes EOT, the order of equally long special tokens) this package picks a
+// fixed order: llama.cpp's list order, then token id.
 package tokenizer
 
 import (
