@@ -16,10 +16,10 @@ import "fmt"
 // Cache holds keys and values for every layer.
 type Cache struct {
 	layers int
-	dim    int // floats per entry: kv heads × head dim
-	cap    int // slots
+	dim    int        // floats per entry: kv heads × head dim
+	cap    int        // slots
 	k, v   [][]uint16 // per layer: (cap, dim) halves
-	n      int // committed entries: slots [0, n)
+	n      int        // committed entries: slots [0, n)
 }
 
 // New returns a cache of capacity slots for layers layers of entries of dim

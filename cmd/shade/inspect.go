@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"shade/gguf"
+	"shade/model"
+)
+
+type inspectTensor struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Shape  []uint64 `json:"shape"`
+	Bytes  uint64   `json:"bytes"`
+	Offset uint64   `json:"offset"`
+}
+
+type inspectReport struct {
+	Path         string            `json:"path"`
+	Version      uint32            `json:"gguf_version"`
+	Architecture string            `json:"architecture"`
+	Config       *model.Config     `json:"config,omitempty"`
+	ConfigError  string            `json:"config_error,omitempty"`
+	Tokenizer    map[string]any    `json:"tokenizer"`
+	Metadata     map[string]any    `json:"metadata"`
+	Tensors      []inspectTensor   `json:"tensors"`
+	TensorCount  int               `json:"tensor_count"`
+	TensorBytes  uint64            `json:"tensor_bytes"`
+	Parameters   uint64            `json:"parameters"`
+	FileBytes    uint64            `json:"file_bytes"`
+	BytesByType  map[string]uint64 `json:"bytes_by_type"`
+}
+
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("inspect", "inspect MODEL.gguf [--json]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	f, err := gguf.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := inspectReport{Path: pos[0], Version: f.Version, FileBytes: f.Size,
+		Tokenizer: map[string]any{}, Metadata: map[string]any{}, BytesByType: map[string]uint64{}}
+	r.Architecture, _ = f.Meta.String("general.architecture")
+	if c, err := model.ReadConfig(f); err == nil {
+		r.Config = c
+		if ti, ok := f.Tensor("token_embd.weight"); ok && len(ti.Dims) == 2 {
+			c.Vocab = int(ti.Dims[1])
+		}
+		_, hasOut := f.Tensor("output.weight")
+		c.TiedOutput = !hasOut
+	} else {
+		r.ConfigError = err.Error()
+	}
+	for _, kv := range f.Meta.KVs {
+		v := summarize(kv.Value)
+		if name, ok := strings.CutPrefix(kv.Key, "tokenizer."); ok {
+			r.Tokenizer[name] = v
+		} else {
+			r.Metadata[kv.Key] = v
+		}
+	}
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		r.Tensors = append(r.Tensors, inspectTensor{ti.Name, ti.Type.String(), ti.Dims, ti.Size, f.TensorAbsOffset(ti)})
+		r.TensorBytes += ti.Size
+		r.Parameters += ti.Elements()
+		r.BytesByType[ti.Type.String()] += ti.Size
+	}
+	r.TensorCount = len(r.Tensors)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printInspect(stdout, &r)
+	return nil
+}
+
+// summarize shortens long arrays (vocabularies) for display.
+func summarize(v gguf.Value) any {
+	if v.Type != gguf.TypeArray {
+		return v.V
+	}
+	switch s := v.V.(type) {
+	case []string:
+		if len(s) > 8 {
+			return fmt.Sprintf("[%d strings: %q …]", len(s), s[:5])
+		}
+	case []float32:
+		if len(s) > 8 {
+			return fmt.Sprintf("[%d float32: %v …]", len(s), s[:5])
+		}
+	case []int32:
+		if len(s) > 8 {
+			return fmt.Sprintf("[%d int32: %v …]", len(s), s[:5])
+		}
+	}
+	return v.V
+}
+
+func printInspect(w io.Writer, r *inspectReport) {
+	fmt.Fprintf(w, "file          %s (GGUF v%d, %s)\n", r.Path, r.Version, human(r.FileBytes))
+	fmt.Fprintf(w, "architecture  %s\n", r.Architecture)
+	if c := r.Config; c != nil {
+		fmt.Fprintf(w, "dims          dim %d, %d layers, %d heads (%d kv, head dim %d), ffn %d, vocab %d\n",
+			c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab)
+		rope := "normal"
+		if c.RopeNeoX {
+			rope = "neox"
+		}
+		fmt.Fprintf(w, "attention     rope %s base %g dims %d scale %g, rms eps %g, context %d", rope, c.RopeBase, c.RopeDim, c.RopeScale, c.RMSEps, c.ContextLen)
+		if c.QKVBias {
+			fmt.Fprint(w, ", qkv bias")
+		}
+		if c.QKNorm {
+			fmt.Fprint(w, ", q/k norm")
+		}
+		if c.TiedOutput {
+			fmt.Fprint(w, ", tied output")
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "config        not runnable: %s\n", r.ConfigError)
+	}
+	fmt.Fprintf(w, "tokenizer     %v, pre %v, %v tokens, bos %v, eos %v\n",
+		orDash(r.Tokenizer["ggml.model"]), orDash(r.Tokenizer["ggml.pre"]), vocabLen(r.Tokenizer["ggml.tokens"]),
+		orDash(r.Tokenizer["ggml.bos_token_id"]), orDash(r.Tokenizer["ggml.eos_token_id"]))
+	keys := make([]string, 0, len(r.Metadata))
+	for k := range r.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintln(w, "\nmetadata")
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %-44s %v\n", k, r.Metadata[k])
+	}
+	fmt.Fprintln(w, "\ntensors")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\ttype\tshape\tbytes\t")
+	for _, t := range r.Tensors {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t\n", t.Name, t.Type, t.Shape, t.Bytes)
+	}
+	tw.Flush()
+	types := make([]string, 0, len(r.BytesByType))
+	for t := range r.BytesByType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	var parts []string
+	for _, t := range types {
+		parts = append(parts, fmt.Sprintf("%s %s", t, human(r.BytesByType[t])))
+	}
+	fmt.Fprintf(w, "\ntotal         %d tensors, %.3g M parameters, %s (%s)\n", r.TensorCount, float64(r.Parameters)/1e6, human(r.TensorBytes), strings.Join(parts, ", "))
+}
+
+func vocabLen(v any) any {
+	if s, ok := v.(string); ok {
+		var n int
+		if _, err := fmt.Sscanf(s, "[%d", &n); err == nil {
+			return n
+		}
+	}
+	if s, ok := v.([]string); ok {
+		return len(s)
+	}
+	return "-"
+}
+
+func orDash(v any) any {
+	if v == nil {
+		return "-"
+	}
+	return v
+}
+
+func human(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"shade/engine"
+	"shade/sample"
+	"shade/synth"
+)
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--threads N] [--json]", stderr)
+	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
+	prompt := fs.String("p", "", "the prompt `text`")
+	promptFile := fs.String("f", "", "read the prompt from `file`")
+	n := fs.Int("n", 128, "maximum tokens to generate (≤ 0: until end of text or a full context)")
+	def := sample.Defaults()
+	temp := fs.Float64("temp", float64(def.Temp), "sampling temperature; 0 is greedy")
+	topK := fs.Int("top-k", def.TopK, "keep the K most likely tokens (0: off)")
+	topP := fs.Float64("top-p", float64(def.TopP), "keep the smallest set of tokens whose probability reaches P (1: off)")
+	minP := fs.Float64("min-p", float64(def.MinP), "drop tokens less likely than P × the most likely (0: off)")
+	repeat := fs.Float64("repeat-penalty", float64(def.RepeatPenalty), "penalize the last 64 tokens by this factor (1: off)")
+	seed := fs.Int64("seed", -1, "random seed (-1: a random one, printed in the stats)")
+	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
+	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
+	asJSON := fs.Bool("json", false, "print the stats line as JSON")
+	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-text tokens")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected arguments %q", pos)
+	}
+	if *promptFile != "" {
+		b, err := os.ReadFile(*promptFile)
+		if err != nil {
+			return err
+		}
+		*prompt = string(b)
+	}
+	path := *modelPath
+	if path == "" {
+		if path, err = demoModel(stderr); err != nil {
+			return err
+		}
+	}
+	if *seed < 0 {
+		*seed = int64(rand.Uint32())
+	}
+	params := sample.Params{
+		Temp: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
+		RepeatPenalty: float32(*repeat), RepeatLastN: 64, Seed: uint64(*seed),
+	}
+	if err := params.Validate(); err != nil {
+		return err
+	}
+	e, err := engine.Load(path, *threads)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	st, err := e.Generate(ctx, engine.Request{
+		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
+	}, func(text string) error {
+		_, err := io.WriteString(stdout, text)
+		return err
+	})
+	fmt.Fprintln(stdout)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	printRunStats(stderr, st, *seed, *asJSON)
+	return nil
+}
+
+func printRunStats(w io.Writer, st engine.Stats, seed int64, asJSON bool) {
+	if asJSON {
+		out := struct {
+			engine.Stats
+			Seed int64 `json:"seed"`
+		}{st, seed}
+		b, _ := json.Marshal(out)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	fmt.Fprintf(w, "prompt %d tokens %.1f tok/s | generated %d tokens %.1f tok/s | load %.1f ms | resident %.1f MiB | stop %s | seed %d\n",
+		st.PromptTokens, st.PromptTPS, st.GenTokens, st.GenTPS, float64(st.LoadDuration.Microseconds())/1000,
+		float64(st.ResidentBytes)/(1<<20), st.StopReason, seed)
+}
+
+// demoModel returns the path of the cached demo model, writing it once.
+func demoModel(stderr io.Writer) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, "shade", "demo-tiny-q8_0.gguf")
+	if _, err := os.Stat(path); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := synth.WriteDemo(path); err != nil {
+			return "", fmt.Errorf("writing the demo model: %w", err)
+		}
+	}
+	fmt.Fprintf(stderr, "shade: no -m given: running the demo model %s (random weights, real tokenizer: its text is gibberish by design)\n", path)
+	return path, nil
+}
