@@ -42,8 +42,11 @@ type Options struct {
 	Progress func(done, total int64)
 }
 
-// Types are the matrix types Write can produce, in order of size.
-var Types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0}
+// types are the matrix types Write can produce, largest first.
+var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0}
+
+// Types returns the matrix types Write can produce, largest first.
+func Types() []quant.Type { return append([]quant.Type(nil), types...) }
 
 // fileType is general.file_type (llama.cpp's LLAMA_FTYPE) for a file whose
 // matrices are all of one type.
@@ -68,7 +71,7 @@ func fileType(t quant.Type) uint32 {
 }
 
 func supportedType(t quant.Type) bool {
-	for _, u := range Types {
+	for _, u := range types {
 		if t == u {
 			return true
 		}
@@ -201,7 +204,7 @@ func newPlan(o Options) (*plan, error) {
 		return nil, err
 	}
 	if !supportedType(o.Type) {
-		return nil, fmt.Errorf("synth: type %v is not supported (synth writes %v)", o.Type, Types)
+		return nil, fmt.Errorf("synth: type %v is not supported (synth writes %v)", o.Type, types)
 	}
 	if o.Vocab == nil {
 		return nil, errors.New("synth: no vocabulary file (Options.Vocab)")
