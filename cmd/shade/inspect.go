@@ -150,10 +150,10 @@ func printInspect(w io.Writer, r *inspectReport) {
 		fmt.Fprintf(w, "  %-44s %v\n", k, r.Metadata[k])
 	}
 	fmt.Fprintln(w, "\ntensors")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\ttype\tshape\tbytes\t")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  name\ttype\tshape\tbytes")
 	for _, t := range r.Tensors {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t\n", t.Name, t.Type, t.Shape, t.Bytes)
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%d\n", t.Name, t.Type, t.Shape, t.Bytes)
 	}
 	tw.Flush()
 	types := make([]string, 0, len(r.BytesByType))

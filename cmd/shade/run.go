@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"shade/engine"
 	"shade/sample"
@@ -22,11 +23,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	promptFile := fs.String("f", "", "read the prompt from `file`")
 	n := fs.Int("n", 128, "maximum tokens to generate (≤ 0: until end of text or a full context)")
 	def := sample.Defaults()
-	temp := fs.Float64("temp", float64(def.Temp), "sampling temperature; 0 is greedy")
+	temp := fs.Float64("temp", shortFloat(def.Temp), "sampling temperature; 0 is greedy")
 	topK := fs.Int("top-k", def.TopK, "keep the K most likely tokens (0: off)")
-	topP := fs.Float64("top-p", float64(def.TopP), "keep the smallest set of tokens whose probability reaches P (1: off)")
-	minP := fs.Float64("min-p", float64(def.MinP), "drop tokens less likely than P × the most likely (0: off)")
-	repeat := fs.Float64("repeat-penalty", float64(def.RepeatPenalty), "penalize the last 64 tokens by this factor (1: off)")
+	topP := fs.Float64("top-p", shortFloat(def.TopP), "keep the smallest set of tokens whose probability reaches P (1: off)")
+	minP := fs.Float64("min-p", shortFloat(def.MinP), "drop tokens less likely than P × the most likely (0: off)")
+	repeat := fs.Float64("repeat-penalty", shortFloat(def.RepeatPenalty), "penalize the last 64 tokens by this factor (1: off)")
 	seed := fs.Int64("seed", -1, "random seed (-1: a random one, printed in the stats)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
@@ -95,6 +96,13 @@ func printRunStats(w io.Writer, st engine.Stats, seed int64, asJSON bool) {
 	fmt.Fprintf(w, "prompt %d tokens %.1f tok/s | generated %d tokens %.1f tok/s | load %.1f ms | resident %.1f MiB | stop %s | seed %d\n",
 		st.PromptTokens, st.PromptTPS, st.GenTokens, st.GenTPS, float64(st.LoadDuration.Microseconds())/1000,
 		float64(st.ResidentBytes)/(1<<20), st.StopReason, seed)
+}
+
+// shortFloat widens a float32 without showing its binary noise in --help
+// (0.05, not 0.05000000074505806).
+func shortFloat(x float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return v
 }
 
 // demoModel returns the path of the cached demo model, writing it once.

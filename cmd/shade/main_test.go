@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const shared = "../../../shared/testdata"
+
+func sharedFile(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join(shared, rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s not present: the shared test data is needed", p)
+	}
+	return p
+}
+
+func shade(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = runMain(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestRunStories(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	code, out, errOut := shade(t, "run", "-m", model, "-p", "Once upon a time", "-n", "40", "--temp", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "Lily") {
+		t.Errorf("stdout %q is not the reference story", out)
+	}
+	if !strings.Contains(errOut, "generated 40 tokens") || !strings.Contains(errOut, "resident") {
+		t.Errorf("stats line %q", errOut)
+	}
+	code, _, errOut = shade(t, "run", "-m", model, "-p", "Once", "-n", "5", "--json", "--seed", "9")
+	var st map[string]any
+	if code != 0 || json.Unmarshal([]byte(errOut), &st) != nil || st["generated_tokens"] != 5.0 || st["seed"] != 9.0 {
+		t.Errorf("--json stats: exit %d, %q", code, errOut)
+	}
+}
+
+func TestRunDemoModel(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	code, _, errOut := shade(t, "run", "-p", "Hello", "-n", "8", "--seed", "1")
+	if code != 0 || !strings.Contains(errOut, "demo model") || !strings.Contains(errOut, "random weights") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// The second run reuses the cached file.
+	if code, _, errOut = shade(t, "run", "-p", "Hello", "-n", "8", "--seed", "1"); code != 0 {
+		t.Fatalf("second run: exit %d, %q", code, errOut)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.gguf")
+	model := sharedFile(t, "conformance/llama-tiny-q8_0.gguf")
+	b, _ := os.ReadFile(model)
+	os.WriteFile(corrupt, b[:len(b)/2], 0o644)
+	notGGUF := filepath.Join(dir, "text.gguf")
+	os.WriteFile(notGGUF, []byte("hello, world"), 0o644)
+	prompt := filepath.Join(dir, "bad.txt")
+	os.WriteFile(prompt, []byte("caf\xe9"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "-m", corrupt, "-p", "x"}, 1, "past end of file"},
+		{[]string{"inspect", corrupt}, 1, "past end of file"},
+		{[]string{"run", "-m", notGGUF, "-p", "x"}, 1, "not a GGUF file"},
+		{[]string{"run", "-m", filepath.Join(dir, "missing.gguf"), "-p", "x"}, 1, "no such file"},
+		{[]string{"run", "-m", model, "-f", prompt}, 1, "UTF-8"},
+		{[]string{"run", "-m", model, "-p", strings.Repeat("word ", 300), "--ctx", "64"}, 1, "prompt too long"},
+		{[]string{"run", "-m", model, "-p", "x", "--top-p", "7"}, 1, "top-p"},
+		{[]string{"run", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"inspect"}, 2, "Usage"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"synth", "--shape", "nope", "-o", filepath.Join(dir, "x.gguf")}, 1, "llama3-8b"},
+		{[]string{"synth", "--shape", "tiny", "--type", "Q5_K", "-o", filepath.Join(dir, "x.gguf")}, 1, "Q5_K"},
+		{[]string{"perplexity", "-m", model, "-f", filepath.Join(dir, "missing.txt")}, 1, "no such file"},
+	}
+	for _, tc := range cases {
+		code, _, errOut := shade(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("shade %s: exit %d (want %d), stderr %q (want %q)", strings.Join(tc.args, " "), code, tc.code, errOut, tc.want)
+		}
+	}
+}
+
+func TestInspect(t *testing.T) {
+	model := sharedFile(t, "conformance/qwen3-tiny-q8_0.gguf")
+	code, out, errOut := shade(t, "inspect", model)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, want := range []string{"qwen3", "head dim 32", "q/k norm", "blk.0.attn_q_norm.weight", "Q8_0", "gpt2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q", want)
+		}
+	}
+	code, out, _ = shade(t, "inspect", "--json", model)
+	var r inspectReport
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Config == nil || r.Config.HeadDim != 32 || r.TensorCount != len(r.Tensors) || r.TensorCount == 0 {
+		t.Errorf("inspect --json: exit %d, %+v", code, r)
+	}
+}
+
+func TestSynthThenInspectAndRun(t *testing.T) {
+	vocab := sharedFile(t, "tokenizer/ggml-vocab-llama3.gguf")
+	out := filepath.Join(t.TempDir(), "tiny.gguf")
+	code, _, errOut := shade(t, "synth", "--shape", "tiny", "--type", "Q4_0", "--vocab", vocab, "-o", out, "--quiet")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	code, stdout, _ := shade(t, "inspect", out)
+	if code != 0 || !strings.Contains(stdout, "128256 tokens") || !strings.Contains(stdout, "llama-bpe") {
+		t.Errorf("inspect of the synthesized file:\n%s", stdout)
+	}
+	if code, _, errOut = shade(t, "run", "-m", out, "-p", "Hello world", "-n", "8"); code != 0 {
+		t.Errorf("run on the synthesized file: %s", errOut)
+	}
+}
+
+func TestPerplexityJSON(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	text := sharedFile(t, "text/gpl-3.txt")
+	code, out, errOut := shade(t, "perplexity", "-m", model, "-f", text, "--ctx", "128", "--json")
+	var r struct {
+		PPL    float64 `json:"ppl"`
+		Chunks int     `json:"chunks"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("exit %d, %q %q", code, out, errOut)
+	}
+	if r.Chunks != 173 || r.PPL < 104 || r.PPL > 106.5 {
+		t.Errorf("PPL %v over %d chunks, llama.cpp 105.3245 over 173", r.PPL, r.Chunks)
+	}
+	if !strings.Contains(errOut, "chunk 173/173") {
+		t.Errorf("no progress on stderr: %q", errOut)
+	}
+}
