@@ -142,7 +142,8 @@ type tensor struct {
 	name     string
 	typ      quant.Type
 	rowLen   int // dims[0]
-	rows     int // product of the other dims
+	rows     int // dims[1], or 1 for a vector
+	matrix   bool
 	fill     fill
 	std      float32
 	fixed    []float32
@@ -151,7 +152,7 @@ type tensor struct {
 }
 
 func (t *tensor) dims() []uint64 {
-	if t.rows == 1 {
+	if !t.matrix {
 		return []uint64{uint64(t.rowLen)}
 	}
 	return []uint64{uint64(t.rowLen), uint64(t.rows)}
@@ -236,7 +237,7 @@ func newPlan(o Options) (*plan, error) {
 			errs = append(errs, fmt.Errorf("synth: shape %q: tensor %q has rows of %d, not a whole number of %v blocks of %d",
 				s.Name, name, rowLen, o.Type, o.Type.BlockSize()))
 		}
-		p.add(o.Seed, &tensor{name: name, typ: o.Type, rowLen: rowLen, rows: rows, fill: f, std: std})
+		p.add(o.Seed, &tensor{name: name, typ: o.Type, rowLen: rowLen, rows: rows, matrix: true, fill: f, std: std})
 	}
 	matrix := func(name string, rowLen, rows int, std float32) {
 		matrixFill(name, rowLen, rows, fillNormal, std)
@@ -295,7 +296,9 @@ func (p *plan) add(seed uint64, t *tensor) {
 
 // llama3RopeFactors computes rope_freqs.weight as convert_hf_to_gguf.py does
 // for rope_type "llama3": per rotated pair, 1 for high frequencies, factor
-// for low ones, and a smooth interpolation in between.
+// for low ones, and a smooth interpolation in between. It computes in
+// float64 where the converter uses float32 tensors, so a value may differ
+// from the converter's in the last bit.
 func llama3RopeFactors(s Shape) []float32 {
 	n := s.HeadDim / 2
 	out := make([]float32, n)
