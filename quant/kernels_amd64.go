@@ -1,0 +1,93 @@
+//go:build amd64 && !noasm && gc
+
+package quant
+
+import "golang.org/x/sys/cpu"
+
+// The amd64 kernels need AVX2 (256-bit integer ops), FMA and F16C (VCVTPH2PS
+// for the f16 block scales). x/sys/cpu reports AVX2 only when the OS saves the
+// YMM registers.
+var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+// avx2Kernels replaces the quantized dot products with AVX2+FMA versions;
+// the other entries stay generic.
+var avx2Kernels = func() kernelSet {
+	s := genericKernels
+	s.name = "avx2"
+	s.dotQ8_0Q8_0 = dotQ8_0Q8_0_amd64
+	s.dotQ4_0Q8_0 = dotQ4_0Q8_0_amd64
+	s.dotQ4_KQ8_K = dotQ4_KQ8_K_amd64
+	s.dotQ6_KQ8_K = dotQ6_KQ8_K_amd64
+	return s
+}()
+
+func init() {
+	if haveAVX2FMA {
+		archKernels = &avx2Kernels
+	}
+	// dispatch.go's init may have run first (init functions run in file
+	// order), so choose again now that archKernels is known.
+	UseGeneric(false)
+}
+
+// The wrappers below have the signatures and semantics of the Go twins in
+// dot.go: nb whole weight blocks from len(w), with a holding at least nb
+// activation blocks (checked here, since the assembly reads unchecked). The
+// assembly needs nb > 0 blocks and AVX2, FMA and F16C.
+
+// dotQ8_0Q8_0_amd64 is dotQ8_0Q8_0Go. Weights may hold any int8, including
+// -128; activations must not hold -128 (quantizeQ8_0 never writes it), since
+// the kernel multiplies |w| by y*sign(w) as ggml's AVX2 code does.
+func dotQ8_0Q8_0_amd64(w, a []byte) float32 {
+	nb := len(w) / q8_0Bytes
+	if nb == 0 {
+		return 0
+	}
+	_ = a[nb*q8_0Bytes-1] // the assembly reads nb whole activation blocks
+	return dotQ8_0Q8_0AVX2(&w[0], &a[0], nb)
+}
+
+// dotQ4_0Q8_0_amd64 is dotQ4_0Q8_0Go; activations must not hold -128, as for
+// dotQ8_0Q8_0_amd64.
+func dotQ4_0Q8_0_amd64(w, a []byte) float32 {
+	nb := len(w) / q4_0Bytes
+	if nb == 0 {
+		return 0
+	}
+	_ = a[nb*q8_0Bytes-1] // the assembly reads nb whole activation blocks
+	return dotQ4_0Q8_0AVX2(&w[0], &a[0], nb)
+}
+
+// dotQ4_KQ8_K_amd64 is dotQ4_KQ8_KGo for any bytes in either argument.
+func dotQ4_KQ8_K_amd64(w, a []byte) float32 {
+	nb := len(w) / q4_KBytes
+	if nb == 0 {
+		return 0
+	}
+	_ = a[nb*q8_KBytes-1] // the assembly reads nb whole activation blocks
+	return dotQ4_KQ8_KAVX2(&w[0], &a[0], nb)
+}
+
+// dotQ6_KQ8_K_amd64 is dotQ6_KQ8_KGo for any bytes in either argument.
+func dotQ6_KQ8_K_amd64(w, a []byte) float32 {
+	nb := len(w) / q6_KBytes
+	if nb == 0 {
+		return 0
+	}
+	_ = a[nb*q8_KBytes-1] // the assembly reads nb whole activation blocks
+	return dotQ6_KQ8_KAVX2(&w[0], &a[0], nb)
+}
+
+// Implemented in dot_amd64.s: nb > 0 blocks at w and a.
+
+//go:noescape
+func dotQ8_0Q8_0AVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func dotQ4_0Q8_0AVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func dotQ4_KQ8_KAVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func dotQ6_KQ8_KAVX2(w, a *byte, nb int) float32
