@@ -1,5 +1,5 @@
 // Command shade runs Llama-family GGUF models on the CPU. Subcommands:
-// run, inspect, synth, perplexity. `shade help` lists them; `shade CMD -h`
+// run, inspect, synth, perplexity, bench. `shade help` lists them; `shade CMD -h`
 // gives each one's flags.
 package main
 
@@ -28,6 +28,7 @@ func init() {
 		{"inspect", "show a GGUF file's architecture, hyperparameters, tokenizer and tensors", cmdInspect},
 		{"synth", "write a GGUF of a real model shape with random weights", cmdSynth},
 		{"perplexity", "perplexity of a model on a text file (llama.cpp's method)", cmdPerplexity},
+		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline", cmdBench},
 	}
 }
 

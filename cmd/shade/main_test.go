@@ -149,3 +149,31 @@ func TestPerplexityJSON(t *testing.T) {
 		t.Errorf("no progress on stderr: %q", errOut)
 	}
 }
+
+func TestBenchJSON(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	code, out, errOut := shade(t, "bench", "-m", model, "--batches", "1,4", "--reps", "1", "--decode-tokens", "2", "--bw-mib", "16", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		DecodeTokPerS float64 `json:"decode_tok_per_s"`
+		RooflineFrac  float64 `json:"roofline_fraction"`
+		Bandwidth     struct {
+			GBps float64 `json:"gb_per_s"`
+		} `json:"bandwidth"`
+		Forward []struct {
+			Batch   int     `json:"batch"`
+			TokPerS float64 `json:"tok_per_s"`
+		} `json:"forward"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.DecodeTokPerS <= 0 || r.Bandwidth.GBps <= 0 || r.RooflineFrac <= 0 || len(r.Forward) != 2 || r.Forward[1].Batch != 4 || r.Forward[1].TokPerS <= 0 {
+		t.Errorf("report %+v", r)
+	}
+	if code, _, errOut := shade(t, "bench", "-m", model, "--batches", "0"); code != 1 || !strings.Contains(errOut, "batch size") {
+		t.Errorf("bad --batches: exit %d, %q", code, errOut)
+	}
+}

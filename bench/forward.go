@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"shade/model"
+	"shade/quant"
+)
+
+// Options configure Run.
+type Options struct {
+	Batches       []int // batch sizes of the batched-forward measurement
+	DecodeTokens  int   // decode steps timed per repetition
+	Reps          int   // repetitions of each measurement; medians are reported
+	Prefix        int   // tokens in the cache before each measurement
+	BandwidthSize int64 // bytes of the bandwidth probe's buffer
+	SkipBandwidth bool
+	// Progress, if set, is told what is being measured.
+	Progress func(what string)
+}
+
+// DefaultBatches are the batch sizes `shade bench` measures.
+var DefaultBatches = []int{1, 2, 4, 8, 16, 32, 64}
+
+// ForwardResult is the speed of one batch size.
+type ForwardResult struct {
+	Batch     int     `json:"batch"`
+	MsPerPass float64 `json:"ms_per_pass"`
+	TokPerS   float64 `json:"tok_per_s"`
+	CostVsOne float64 `json:"cost_vs_batch1"` // time of this pass / time of a one-row pass
+}
+
+// Report is everything one run of Run measured.
+type Report struct {
+	Model         string          `json:"model"`
+	Arch          string          `json:"arch"`
+	Threads       int             `json:"threads"`
+	Kernels       string          `json:"kernels"`
+	WeightBytes   int64           `json:"weight_bytes"`
+	BytesPerToken int64           `json:"decode_bytes_per_token"`
+	Bandwidth     BandwidthResult `json:"bandwidth"`
+	DecodeTokPerS float64         `json:"decode_tok_per_s"`
+	DecodeGBps    float64         `json:"decode_gb_per_s"`
+	RooflineTokS  float64         `json:"roofline_tok_per_s"`
+	RooflineFrac  float64         `json:"roofline_fraction"`
+	Forward       []ForwardResult `json:"forward"`
+}
+
+func (o *Options) defaults() {
+	if len(o.Batches) == 0 {
+		o.Batches = DefaultBatches
+	}
+	if o.DecodeTokens <= 0 {
+		o.DecodeTokens = 16
+	}
+	if o.Reps <= 0 {
+		o.Reps = 5
+	}
+	if o.Prefix <= 0 {
+		o.Prefix = 32
+	}
+	if o.BandwidthSize <= 0 {
+		o.BandwidthSize = 1 << 30
+	}
+}
+
+// Run measures, in one run: the machine's memory-read bandwidth with as
+// many threads as the model's pool, decode speed (one token per pass, LM
+// head included), and the time of a batched forward pass for each batch
+// size (LM head on the last row, as a prompt pass). Decode speed is also
+// expressed against the roofline: bandwidth / bytes read per token.
+func Run(m *model.Model, o Options) (Report, error) {
+	o.defaults()
+	c := m.Config
+	r := Report{Model: c.Name, Arch: c.Arch, Threads: m.Pool.Threads(), Kernels: quant.Kernels(),
+		WeightBytes: m.WeightBytes(), BytesPerToken: m.DecodeBytes()}
+	say := func(format string, args ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, args...))
+		}
+	}
+	maxBatch := 1
+	for _, b := range o.Batches {
+		if b < 1 {
+			return r, fmt.Errorf("bench: batch size %d", b)
+		}
+		maxBatch = max(maxBatch, b)
+	}
+	s, err := m.NewState(o.Prefix + max(maxBatch, o.DecodeTokens) + 1)
+	if err != nil {
+		return r, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := func(n int) []int32 {
+		t := make([]int32, n)
+		for i := range t {
+			t[i] = int32(rng.IntN(c.Vocab))
+		}
+		return t
+	}
+	logits := make([]float32, c.Vocab)
+	prefix := tokens(o.Prefix)
+	fill := func() error {
+		if err := s.Truncate(0); err != nil {
+			return err
+		}
+		if err := s.Forward(model.Chain(prefix)); err != nil {
+			return err
+		}
+		return s.CommitAll()
+	}
+	if err := fill(); err != nil {
+		return r, err
+	}
+
+	// Decode: per-token times over all repetitions, median.
+	say("decode: %d tokens × %d", o.DecodeTokens, o.Reps)
+	var perToken []float64
+	one := []int32{0}
+	for range o.Reps {
+		s.Truncate(o.Prefix)
+		for _, t := range tokens(o.DecodeTokens) {
+			one[0] = t
+			t0 := time.Now()
+			if err := s.Forward(model.Chain(one)); err != nil {
+				return r, err
+			}
+			if err := s.Logits([]int{0}, logits); err != nil {
+				return r, err
+			}
+			if err := s.CommitAll(); err != nil {
+				return r, err
+			}
+			perToken = append(perToken, time.Since(t0).Seconds())
+		}
+	}
+	r.DecodeTokPerS = 1 / median(perToken)
+	r.DecodeGBps = r.DecodeTokPerS * float64(r.BytesPerToken) / 1e9
+
+	// Batched forward passes after the prefix, rolled back after each.
+	var oneRow float64
+	for _, b := range o.Batches {
+		say("forward: batch %d × %d", b, o.Reps)
+		batch := tokens(b)
+		var times []float64
+		for range o.Reps {
+			s.Truncate(o.Prefix)
+			t0 := time.Now()
+			if err := s.Forward(model.Chain(batch)); err != nil {
+				return r, err
+			}
+			if err := s.Logits([]int{b - 1}, logits); err != nil {
+				return r, err
+			}
+			times = append(times, time.Since(t0).Seconds())
+		}
+		sec := median(times)
+		if b == 1 {
+			oneRow = sec
+		}
+		fr := ForwardResult{Batch: b, MsPerPass: sec * 1e3, TokPerS: float64(b) / sec}
+		if oneRow > 0 {
+			fr.CostVsOne = sec / oneRow
+		}
+		r.Forward = append(r.Forward, fr)
+	}
+	s.Truncate(0)
+
+	// The bandwidth probe runs last, right after the model's own streaming,
+	// on the same threads count.
+	if !o.SkipBandwidth {
+		say("memory bandwidth: %d threads, 1-8 streams each", r.Threads)
+		r.Bandwidth = MemoryBandwidth(r.Threads, o.BandwidthSize, o.Reps)
+		r.RooflineTokS = r.Bandwidth.GBps * 1e9 / float64(r.BytesPerToken)
+		r.RooflineFrac = r.DecodeTokPerS / r.RooflineTokS
+	}
+	return r, nil
+}

@@ -1,0 +1,35 @@
+package bench
+
+import "testing"
+
+// TestReadRegionsMatchesGo checks the dispatched reader folds exactly the
+// words the Go reader does.
+func TestReadRegionsMatchesGo(t *testing.T) {
+	buf := make([]uint64, 4096)
+	for i := range buf {
+		buf[i] = uint64(i)*0x9e3779b97f4a7c15 + 7
+	}
+	for _, streams := range []int{1, 2, 4, 8} {
+		n := len(buf) / streams
+		n -= n % 16
+		var want uint64
+		for s := range streams {
+			for _, w := range buf[s*n : s*n+n] {
+				want ^= w
+			}
+		}
+		if got := readStreamsGo(buf, streams); got != want {
+			t.Errorf("Go reader, %d streams: %#x, want %#x", streams, got, want)
+		}
+		if got := readRegions(buf, streams); got != want {
+			t.Errorf("%d streams: %#x, want %#x", streams, got, want)
+		}
+	}
+}
+
+func TestMemoryBandwidthSmall(t *testing.T) {
+	r := MemoryBandwidth(2, 8<<20, 1)
+	if r.GBps <= 0 || r.StreamsPerThread == 0 || len(r.ByStreams) != 4 {
+		t.Errorf("%+v", r)
+	}
+}

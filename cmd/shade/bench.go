@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"shade/bench"
+	"shade/model"
+	"shade/quant"
+	"shade/synth"
+)
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]", stderr)
+	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
+	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
+	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
+	reps := fs.Int("reps", 3, "repetitions of each measurement (medians are reported)")
+	decode := fs.Int("decode-tokens", 8, "decode steps timed per repetition")
+	bwMiB := fs.Int("bw-mib", 1024, "size of the bandwidth probe's buffer in MiB")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	var sizes []int
+	for _, f := range strings.Split(*batches, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 || b > 512 {
+			return fmt.Errorf("--batches: %q is not a batch size in [1, 512]", f)
+		}
+		sizes = append(sizes, b)
+	}
+	path := *modelPath
+	if path == "" {
+		if path, err = benchModel(stderr); err != nil {
+			return err
+		}
+	}
+	m, err := model.Open(path, *threads)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	rep, err := bench.Run(m, bench.Options{
+		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20,
+		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) },
+	})
+	if err != nil {
+		return err
+	}
+	rep.Model = path
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printBench(stdout, &rep)
+	return nil
+}
+
+func printBench(w io.Writer, r *bench.Report) {
+	fmt.Fprintf(w, "model       %s (%s), %d threads, %s kernels\n", r.Model, r.Arch, r.Threads, r.Kernels)
+	fmt.Fprintf(w, "weights     %s in all, %s read per decoded token\n", human(uint64(r.WeightBytes)), human(uint64(r.BytesPerToken)))
+	b := r.Bandwidth
+	fmt.Fprintf(w, "memory      %.1f GB/s read (%d threads × %d streams; by streams/thread:", b.GBps, b.Threads, b.StreamsPerThread)
+	for _, s := range []int{1, 2, 4, 8} {
+		fmt.Fprintf(w, " %d: %.1f", s, b.ByStreams[s])
+	}
+	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights = %.0f%% of the %.1f tok/s roofline\n",
+		r.DecodeTokPerS, r.DecodeGBps, 100*r.RooflineFrac, r.RooflineTokS)
+	fmt.Fprintln(w, "forward     batch   ms/pass     tok/s   cost vs batch 1")
+	for _, f := range r.Forward {
+		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne)
+	}
+}
+
+// benchModel returns the cached Llama-3.2-1B-shape Q4_0 model, writing it
+// once (random weights; the built-in vocabulary padded to 128256 tokens so
+// the LM head has its real size).
+func benchModel(stderr io.Writer) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, "shade", "bench-llama3-1b-q4_0.gguf")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	shape, err := synth.LookupShape("llama3-1b")
+	if err != nil {
+		return "", err
+	}
+	vocab, err := synth.DemoVocab()
+	if err != nil {
+		return "", err
+	}
+	if vocab, err = synth.PadVocab(vocab, shape.Vocab); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(stderr, "bench: no -m given: writing a Llama-3.2-1B-shape Q4_0 model with random weights to %s (once)\n", path)
+	o := synth.Options{Shape: shape, Type: quant.Q4_0, Vocab: vocab, Seed: 1}
+	if err := synth.WriteFile(path, o); err != nil {
+		return "", err
+	}
+	return path, nil
+}
