@@ -64,6 +64,10 @@ type State struct {
 	scratch  quant.Scratch
 	headNorm []float32 // (n, dim) for the LM head
 
+	slotBuf, rowBuf []int
+	attnLayer       int              // layer the attention workers run
+	attnFn          func(lo, hi int) // s.attendRange, bound once
+
 	// LayerTimes[i] is how long layer i took in the last pass.
 	LayerTimes []time.Duration
 }
@@ -77,6 +81,7 @@ func (m *Model) NewState(ctx int) (*State, error) {
 		return nil, err
 	}
 	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers)}
+	s.attnFn = s.attendRange
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
 	for w := range s.scratchF {
 		s.scratchF[w] = make([]float32, 2*c.HeadDim)
@@ -308,16 +313,16 @@ func (s *State) Commit(rows []int) error {
 	if s.next != s.cfg.Layers {
 		return fmt.Errorf("model: Commit after %d of %d layers", s.next, s.cfg.Layers)
 	}
-	slots := make([]int, len(rows))
+	s.slotBuf = s.slotBuf[:0]
 	prev := int32(-1)
-	for k, r := range rows {
+	for _, r := range rows {
 		if r < 0 || r >= s.n || s.parent[r] != prev {
 			return fmt.Errorf("model: commit rows %v are not a path from the batch root", rows)
 		}
 		prev = int32(r)
-		slots[k] = s.base + r
+		s.slotBuf = append(s.slotBuf, s.base+r)
 	}
-	if err := s.Cache.Commit(slots); err != nil {
+	if err := s.Cache.Commit(s.slotBuf); err != nil {
 		return err
 	}
 	s.n, s.next = 0, 0 // the batch's scratch slots may now be overwritten
@@ -329,11 +334,11 @@ func (s *State) CommitAll() error {
 	if !s.chain {
 		return fmt.Errorf("model: CommitAll on a tree batch")
 	}
-	rows := make([]int, s.n)
-	for i := range rows {
-		rows[i] = i
+	s.rowBuf = s.rowBuf[:0]
+	for i := range s.n {
+		s.rowBuf = append(s.rowBuf, i)
 	}
-	return s.Commit(rows)
+	return s.Commit(s.rowBuf)
 }
 
 // Len is the number of committed tokens.

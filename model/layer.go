@@ -87,16 +87,21 @@ func (s *State) rope(row int, vec []float32, heads int) {
 // into s.att. Row i sees the committed cache and the batch rows visible to
 // it. Work is spread over the pool by (row, head) pairs.
 func (s *State) attention(l int) {
-	c := s.cfg
-	tasks := s.n * c.Heads
+	s.attnLayer = l
+	s.m.Pool.For(len(s.scratchF), s.attnFn)
+}
+
+// attendRange runs the (row, head) tasks of workers [lo, hi): worker w takes
+// tasks w, w+workers, … so each worker owns one scratch buffer.
+func (s *State) attendRange(lo, hi int) {
+	heads := s.cfg.Heads
+	tasks := s.n * heads
 	workers := len(s.scratchF)
-	s.m.Pool.For(workers, func(lo, hi int) {
-		for w := lo; w < hi; w++ {
-			for t := w; t < tasks; t += workers {
-				s.attendOne(l, t/c.Heads, t%c.Heads, s.scratchF[w])
-			}
+	for w := lo; w < hi; w++ {
+		for t := w; t < tasks; t += workers {
+			s.attendOne(s.attnLayer, t/heads, t%heads, s.scratchF[w])
 		}
-	})
+	}
 }
 
 // attendOne is ggml's CPU flash attention over an F16 cache, step for step,

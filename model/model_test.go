@@ -12,7 +12,9 @@ import (
 	"shade/quant"
 )
 
-func openConformance(t *testing.T, name string) *Model {
+func openConformance(t *testing.T, name string) *Model { return openConformanceB(t, name) }
+
+func openConformanceB(t testing.TB, name string) *Model {
 	t.Helper()
 	conformanceModels(t)
 	m, err := Open(filepath.Join(conformanceDir, name), 2)
