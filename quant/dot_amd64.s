@@ -326,3 +326,82 @@ q6kloop:
 	HSUM8
 	MOVSS X0, ret+24(FP)
 	RET
+
+// HALF_DOT16 adds to the float64 lanes of Y0, Y5, Y6, Y7 the sixteen float32
+// products of the float32 values in Y1, Y2 (weights, widened) and 0(DI),
+// 32(DI). Products of two halves or two bfloat16s are exact in float32 (as
+// in the Go twins), and the float64 sums match theirs up to order.
+#define HALF_DOT16 \
+	VMULPS       0(DI), Y1, Y1; \
+	VMULPS       32(DI), Y2, Y2; \
+	VCVTPS2PD    X1, Y3; \
+	VEXTRACTF128 $1, Y1, X1; \
+	VCVTPS2PD    X1, Y4; \
+	VADDPD       Y3, Y0, Y0; \
+	VADDPD       Y4, Y5, Y5; \
+	VCVTPS2PD    X2, Y3; \
+	VEXTRACTF128 $1, Y2, X2; \
+	VCVTPS2PD    X2, Y4; \
+	VADDPD       Y3, Y6, Y6; \
+	VADDPD       Y4, Y7, Y7
+
+// HSUM4PD leaves the float64 sum of Y0, Y5, Y6, Y7 in X0.
+#define HSUM4PD \
+	VADDPD       Y5, Y0, Y0; \
+	VADDPD       Y7, Y6, Y6; \
+	VADDPD       Y6, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPD       X1, X0, X0; \
+	VPERMILPD    $1, X0, X1; \
+	VADDSD       X1, X0, X0; \
+	VZEROUPPER
+
+// func dotF16AVX2(w *byte, x *float32, n int) float64
+// n > 0 is a multiple of 16: n halves at w, n float32 at x.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	SHRQ   $4, CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+f16loop:
+	VCVTPH2PS 0(SI), Y1
+	VCVTPH2PS 16(SI), Y2
+	HALF_DOT16
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  f16loop
+	HSUM4PD
+	MOVSD X0, ret+24(FP)
+	RET
+
+// func dotBF16AVX2(w *byte, x *float32, n int) float64
+// n > 0 is a multiple of 16: n bfloat16s at w, n float32 at x.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	SHRQ   $4, CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+bf16loop:
+	VPMOVZXWD 0(SI), Y1
+	VPMOVZXWD 16(SI), Y2
+	VPSLLD    $16, Y1, Y1
+	VPSLLD    $16, Y2, Y2
+	HALF_DOT16
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  bf16loop
+	HSUM4PD
+	MOVSD X0, ret+24(FP)
+	RET

@@ -9,8 +9,8 @@ import "golang.org/x/sys/cpu"
 // YMM registers.
 var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
-// avx2Kernels replaces the quantized dot products with AVX2+FMA versions;
-// the other entries stay generic.
+// avx2Kernels replaces the quantized, F16 and BF16 dot products with AVX2
+// versions; the other entries stay generic.
 var avx2Kernels = func() kernelSet {
 	s := genericKernels
 	s.name = "avx2"
@@ -18,6 +18,8 @@ var avx2Kernels = func() kernelSet {
 	s.dotQ4_0Q8_0 = dotQ4_0Q8_0_amd64
 	s.dotQ4_KQ8_K = dotQ4_KQ8_K_amd64
 	s.dotQ6_KQ8_K = dotQ6_KQ8_K_amd64
+	s.dotF16 = dotF16_amd64
+	s.dotBF16 = dotBF16_amd64
 	return s
 }()
 
@@ -78,7 +80,37 @@ func dotQ6_KQ8_K_amd64(w, a []byte) float32 {
 	return dotQ6_KQ8_KAVX2(&w[0], &a[0], nb)
 }
 
-// Implemented in dot_amd64.s: nb > 0 blocks at w and a.
+// dotF16_amd64 is dotF16Go: float32 products of halves (exact) summed in
+// float64, sixteen values at a time in the assembly and the rest here.
+func dotF16_amd64(w []byte, x []float32) float32 {
+	w = w[:2*len(x)]
+	n := len(x) &^ 15
+	var sum float64
+	if n > 0 {
+		sum = dotF16AVX2(&w[0], &x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		sum += float64(f16Table[le16(w[2*i:])] * x[i])
+	}
+	return float32(sum)
+}
+
+// dotBF16_amd64 is dotBF16Go, split like dotF16_amd64.
+func dotBF16_amd64(w []byte, x []float32) float32 {
+	w = w[:2*len(x)]
+	n := len(x) &^ 15
+	var sum float64
+	if n > 0 {
+		sum = dotBF16AVX2(&w[0], &x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		sum += float64(BF16ToF32(le16(w[2*i:])) * x[i])
+	}
+	return float32(sum)
+}
+
+// Implemented in dot_amd64.s; the quantized ones need nb > 0 blocks at w
+// and a.
 
 //go:noescape
 func dotQ8_0Q8_0AVX2(w, a *byte, nb int) float32
@@ -91,3 +123,13 @@ func dotQ4_KQ8_KAVX2(w, a *byte, nb int) float32
 
 //go:noescape
 func dotQ6_KQ8_KAVX2(w, a *byte, nb int) float32
+
+// n > 0 is a multiple of 16.
+//
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float64
+
+// n > 0 is a multiple of 16.
+//
+//go:noescape
+func dotBF16AVX2(w *byte, x *float32, n int) float64

@@ -5,6 +5,7 @@ package quant
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -189,6 +190,62 @@ func fillMode(rng *rand.Rand, b []byte, mode string) {
 	}
 }
 
+// TestAsmFloatDotsMatchGo holds the F16 and BF16 kernels against their Go
+// twins: both sum exact float32 products in float64, so they agree to far
+// better than float32 rounding. Weights are random finite bit patterns
+// (subnormals included) or quantized realistic data.
+func TestAsmFloatDotsMatchGo(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, d := range []struct {
+		typ       Type
+		round     func(float32) float32
+		finite    func(uint16) bool
+		asm, twin func(w []byte, x []float32) float32
+	}{
+		{F16, func(v float32) float32 { return F16ToF32(F32ToF16(v)) },
+			func(h uint16) bool { return h&0x7c00 != 0x7c00 }, dotF16_amd64, dotF16Go},
+		{BF16, func(v float32) float32 { return BF16ToF32(F32ToBF16(v)) },
+			func(h uint16) bool { return h&0x7f80 != 0x7f80 }, dotBF16_amd64, dotBF16Go},
+	} {
+		var ns []int
+		for n := 0; n <= 40; n++ {
+			ns = append(ns, n)
+		}
+		ns = append(ns, 255, 256, 257, 4096, 4097)
+		for _, raw := range []bool{false, true} {
+			for _, n := range ns {
+				off := rng.IntN(8)
+				var w []byte
+				x := testData(rng, n)
+				for i := range x {
+					x[i] = d.round(x[i])
+				}
+				if raw {
+					w = make([]byte, 2*n)
+					for i := 0; i < n; i++ {
+						h := uint16(rng.Uint32())
+						for !d.finite(h) {
+							h = uint16(rng.Uint32())
+						}
+						binary.LittleEndian.PutUint16(w[2*i:], h)
+					}
+				} else {
+					w = encode(t, d.typ, testData(rng, n))
+				}
+				w = misaligned(w, off)
+				got, want := d.asm(w, x), d.twin(w, x)
+				_, mag := dot64(decode(t, d.typ, w, n), x)
+				if math.Abs(float64(got)-float64(want)) > 1e-7*mag {
+					t.Fatalf("%v, %d values, raw %v, offset %d: asm %v, Go %v", d.typ, n, raw, off, got, want)
+				}
+			}
+		}
+	}
+}
+
 func BenchmarkDotKernels(b *testing.B) {
 	if !haveAVX2FMA {
 		b.Skip("CPU lacks AVX2, FMA or F16C")
@@ -207,6 +264,26 @@ func BenchmarkDotKernels(b *testing.B) {
 				var s float32
 				for b.Loop() {
 					s += impl.f(w, a)
+				}
+				_ = s
+			})
+		}
+	}
+	x := testData(rng, n)
+	for _, d := range []struct {
+		typ       Type
+		asm, twin func(w []byte, x []float32) float32
+	}{{F16, dotF16_amd64, dotF16Go}, {BF16, dotBF16_amd64, dotBF16Go}} {
+		w := encode(&testing.T{}, d.typ, testData(rng, n))
+		for _, impl := range []struct {
+			name string
+			f    func(w []byte, x []float32) float32
+		}{{"go", d.twin}, {"avx2", d.asm}} {
+			b.Run(fmt.Sprintf("%v/%s", d.typ, impl.name), func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				var s float32
+				for b.Loop() {
+					s += impl.f(w, x)
 				}
 				_ = s
 			})
