@@ -9,8 +9,8 @@ import "golang.org/x/sys/cpu"
 // YMM registers.
 var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
-// avx2Kernels replaces the quantized, F16 and BF16 dot products with AVX2
-// versions; the other entries stay generic.
+// avx2Kernels replaces the quantized, F16 and BF16 dot products and the Q8_0
+// activation quantizer with AVX2 versions; the other entries stay generic.
 var avx2Kernels = func() kernelSet {
 	s := genericKernels
 	s.name = "avx2"
@@ -20,6 +20,7 @@ var avx2Kernels = func() kernelSet {
 	s.dotQ6_KQ8_K = dotQ6_KQ8_K_amd64
 	s.dotF16 = dotF16_amd64
 	s.dotBF16 = dotBF16_amd64
+	s.quantizeQ8_0 = quantizeQ8_0_amd64
 	return s
 }()
 
@@ -109,6 +110,24 @@ func dotBF16_amd64(w []byte, x []float32) float32 {
 	return float32(sum)
 }
 
+// quantizeQ8_0_amd64 is quantizeQ8_0, byte for byte. The assembly hands back
+// blocks with a non-finite largest magnitude or an overflowing 1/d, which
+// the Go code encodes.
+func quantizeQ8_0_amd64(x []float32, dst []byte) {
+	nb := len(x) / qk8_0
+	if nb == 0 {
+		return
+	}
+	_ = dst[nb*q8_0Bytes-1] // the assembly writes nb whole blocks
+	for b := 0; b < nb; {
+		b += quantizeQ8_0AVX2(&x[b*qk8_0], &dst[b*q8_0Bytes], nb-b)
+		if b < nb {
+			quantizeQ8_0(x[b*qk8_0:(b+1)*qk8_0], dst[b*q8_0Bytes:(b+1)*q8_0Bytes])
+			b++
+		}
+	}
+}
+
 // Implemented in dot_amd64.s; the quantized ones need nb > 0 blocks at w
 // and a.
 
@@ -133,3 +152,8 @@ func dotF16AVX2(w *byte, x *float32, n int) float64
 //
 //go:noescape
 func dotBF16AVX2(w *byte, x *float32, n int) float64
+
+// Implemented in quantize_amd64.s.
+//
+//go:noescape
+func quantizeQ8_0AVX2(x *float32, dst *byte, nb int) int

@@ -246,6 +246,109 @@ func TestAsmFloatDotsMatchGo(t *testing.T) {
 	}
 }
 
+// TestAsmQuantizeQ8_0 holds quantizeQ8_0_amd64 to quantizeQ8_0 byte for
+// byte, guard bytes included, on realistic data and on blocks of halfway
+// ties, zeros, subnormals, tiny and huge magnitudes, Inf and NaN.
+func TestAsmQuantizeQ8_0(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(35, 36))
+	special := []func(b []float32){
+		func(b []float32) { // amax 127: d = 1, and every x.5 a tie
+			for i := range b {
+				b[i] = float32(rng.IntN(254)-127) + 0.5
+			}
+			b[rng.IntN(32)] = 127
+		},
+		func(b []float32) { clear(b) },
+		func(b []float32) {
+			for i := range b {
+				b[i] = float32(math.Copysign(0, -1))
+			}
+		},
+		func(b []float32) { // subnormals: d rounds to 0
+			for i := range b {
+				b[i] = math.Float32frombits(uint32(rng.IntN(200)))
+			}
+		},
+		func(b []float32) { // tiny: d subnormal, 1/d overflows or nearly
+			for i := range b {
+				b[i] = float32(rng.NormFloat64()) * 1e-37 * float32(1+rng.IntN(40))
+			}
+		},
+		func(b []float32) { // huge: d beyond the half range
+			for i := range b {
+				b[i] = float32(rng.NormFloat64()) * 1e37
+			}
+		},
+		func(b []float32) { // 0.49999997 and friends
+			for i := range b {
+				b[i] = math.Float32frombits(0x3effffff+uint32(rng.IntN(3))) * float32(1-2*rng.IntN(2))
+			}
+			b[0] = 127
+		},
+		func(b []float32) { b[rng.IntN(32)] = float32(math.Inf(1 - 2*rng.IntN(2))) },
+		func(b []float32) { b[rng.IntN(32)] = float32(math.NaN()) },
+		func(b []float32) { // random bit patterns, finite or not
+			for i := range b {
+				b[i] = math.Float32frombits(rng.Uint32())
+			}
+		},
+	}
+	for _, nb := range []int{0, 1, 2, 3, 7, 16, 17, 64, 255, 256, 257} {
+		for trial := 0; trial < 4; trial++ {
+			x := testData(rng, nb*qk8_0)
+			if trial > 0 {
+				for b := 0; b < nb; b++ {
+					if rng.IntN(3) == 0 {
+						special[rng.IntN(len(special))](x[b*qk8_0 : (b+1)*qk8_0])
+					}
+				}
+			}
+			size := nb * q8_0Bytes
+			got := make([]byte, size+8)
+			for i := range got {
+				got[i] = 0xa5
+			}
+			want := make([]byte, size)
+			quantizeQ8_0_amd64(x, got[:size])
+			quantizeQ8_0(x, want)
+			for i := range want {
+				if got[i] != want[i] {
+					b := i / q8_0Bytes
+					t.Fatalf("%d blocks, trial %d: first difference at byte %d (block %d): %#02x, Go %#02x; block %v",
+						nb, trial, i, b, got[i], want[i], x[b*qk8_0:(b+1)*qk8_0])
+				}
+			}
+			for i := size; i < len(got); i++ {
+				if got[i] != 0xa5 {
+					t.Fatalf("%d blocks: wrote guard byte %d", nb, i)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkQuantizeQ8_0(b *testing.B) {
+	if !haveAVX2FMA {
+		b.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	x := testData(rand.New(rand.NewPCG(43, 44)), 4096)
+	dst := make([]byte, 4096/qk8_0*q8_0Bytes)
+	for _, impl := range []struct {
+		name string
+		f    func(x []float32, dst []byte)
+	}{{"go", quantizeQ8_0}, {"avx2", quantizeQ8_0_amd64}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.SetBytes(int64(4 * len(x)))
+			for b.Loop() {
+				impl.f(x, dst)
+			}
+		})
+	}
+}
+
 func BenchmarkDotKernels(b *testing.B) {
 	if !haveAVX2FMA {
 		b.Skip("CPU lacks AVX2, FMA or F16C")
