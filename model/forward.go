@@ -39,15 +39,17 @@ type State struct {
 	Cache *kv.Cache
 
 	// The batch in flight.
-	n      int     // rows
+	n      int     // rows of the pass in flight
+	first  int     // tree row of its first row (0 after Begin)
+	total  int     // rows in the tree since Begin
 	base   int     // cache length at Begin
-	tokens []int32 // (n)
-	pos    []int32 // (n)
-	parent []int32 // (n)
-	chain  bool    // row i follows row i-1
-	vis    [][]int32
-	next   int // next layer to run
-	live   []int32
+	tokens []int32 // (total) per tree row
+	pos    []int32 // (total)
+	parent []int32 // (total)
+	chain  bool    // a Begin'd chain: row i follows row i-1
+	next   int     // next layer to run
+	visOff []int32 // (total) where each tree row's visibility list starts in visBuf
+	depth  []int32 // (total)
 
 	// Activations, row-major with n rows.
 	x        []float32   // (n, dim) residual stream
@@ -107,7 +109,23 @@ func growInt(b []int32, n int) []int32 {
 }
 
 // Begin validates a batch, embeds its tokens and prepares layer 0.
-func (s *State) Begin(b Batch) error {
+func (s *State) Begin(b Batch) error { return s.begin(b, false) }
+
+// Extend adds rows to the tree in flight: the rows of earlier passes since
+// Begin keep their KV entries, and the new rows may name them as parents
+// (rows are numbered across passes: the first new row is Rows(tree) before
+// the call). It is how a drafter grows a tree level by level, one batched
+// pass per level, without recomputing the levels above. The previous pass
+// must have run all layers. Hidden and Logits then refer to the new rows
+// (numbered from 0); Commit takes rows numbered across the whole tree.
+func (s *State) Extend(b Batch) error {
+	if s.total == 0 || s.next != s.cfg.Layers {
+		return fmt.Errorf("model: Extend needs a finished pass to extend (after Begin and every layer)")
+	}
+	return s.begin(b, true)
+}
+
+func (s *State) begin(b Batch, extend bool) error {
 	c := s.cfg
 	n := len(b.Tokens)
 	if n == 0 {
@@ -116,50 +134,55 @@ func (s *State) Begin(b Batch) error {
 	if (b.Pos != nil && len(b.Pos) != n) || (b.Parent != nil && len(b.Parent) != n) {
 		return fmt.Errorf("model: batch has %d tokens but %d positions and %d parents", n, len(b.Pos), len(b.Parent))
 	}
-	base := s.Cache.Len()
-	if base+n > s.Cache.Cap() {
-		return fmt.Errorf("model: context full: %d cached + %d new tokens exceed the %d-token context", base, n, s.Cache.Cap())
+	first := 0
+	if extend {
+		first = s.total
+	} else {
+		s.base = s.Cache.Len()
+	}
+	if s.base+first+n > s.Cache.Cap() {
+		return fmt.Errorf("model: context full: %d cached + %d new tokens exceed the %d-token context", s.base+first, n, s.Cache.Cap())
 	}
 	for i, t := range b.Tokens {
 		if t < 0 || int(t) >= c.Vocab {
 			return fmt.Errorf("model: token %d at row %d outside the vocabulary of %d", t, i, c.Vocab)
 		}
 	}
-	s.n, s.base, s.next = n, base, 0
-	s.tokens = append(s.tokens[:0], b.Tokens...)
-	s.pos = growInt(s.pos, n)
-	s.parent = growInt(s.parent, n)
-	s.chain = true
+	total := first + n
+	s.tokens = append(s.tokens[:first], b.Tokens...)
+	s.pos = growKeep(s.pos, total)
+	s.parent = growKeep(s.parent, total)
+	chain := !extend
 	for i := range n {
-		p := int32(i - 1)
+		g := first + i
+		p := int32(g - 1)
 		if b.Parent != nil {
 			p = b.Parent[i]
-			if p < -1 || p >= int32(i) {
-				return fmt.Errorf("model: row %d has parent %d: parents must come earlier in the batch (or be -1)", i, p)
+			if p < -1 || p >= int32(g) {
+				return fmt.Errorf("model: row %d has parent %d: parents must come earlier in the tree (or be -1)", g, p)
 			}
+		} else if extend {
+			return fmt.Errorf("model: Extend needs explicit parents")
 		}
-		s.parent[i] = p
-		if p != int32(i-1) {
-			s.chain = false
+		s.parent[g] = p
+		if p != int32(g-1) {
+			chain = false
 		}
 		switch {
 		case b.Pos != nil:
-			s.pos[i] = b.Pos[i]
+			s.pos[g] = b.Pos[i]
 		case p >= 0:
-			s.pos[i] = s.pos[p] + 1
+			s.pos[g] = s.pos[p] + 1
 		default:
-			s.pos[i] = int32(base)
+			s.pos[g] = int32(s.base)
 		}
-		if s.pos[i] < 0 {
-			return fmt.Errorf("model: row %d has negative position %d", i, s.pos[i])
+		if s.pos[g] < 0 {
+			return fmt.Errorf("model: row %d has negative position %d", g, s.pos[g])
 		}
 	}
-	if !s.chain {
-		s.buildVisibility()
-	}
-	s.live = growInt(s.live, n)
-	for i := range s.live {
-		s.live[i] = int32(i)
+	s.n, s.first, s.total, s.next, s.chain = n, first, total, 0, chain
+	if !chain {
+		s.buildVisibility(first)
 	}
 
 	s.x = grow(s.x, n*c.Dim)
@@ -171,44 +194,55 @@ func (s *State) Begin(b Batch) error {
 	s.proj = grow(s.proj, n*c.Dim)
 	s.hb = grow(s.hb, n*c.FFN)
 	s.hb2 = grow(s.hb2, n*c.FFN)
-	for i, t := range s.tokens {
+	for i, t := range s.tokens[first:total] {
 		s.m.Weights.Embed.DequantizeRow(int(t), s.x[i*c.Dim:(i+1)*c.Dim])
 	}
 	s.ropeTables()
 	return nil
 }
 
-// buildVisibility lists, for each row of a tree batch, the batch rows it
-// attends to: its ancestors, root first, then itself.
-func (s *State) buildVisibility() {
-	if cap(s.vis) < s.n {
-		s.vis = make([][]int32, s.n)
+// growKeep is grow for int32 rows that keeps the existing contents.
+func growKeep(b []int32, n int) []int32 {
+	if cap(b) < n {
+		nb := make([]int32, n, max(n, 2*cap(b)))
+		copy(nb, b)
+		return nb
 	}
-	s.vis = s.vis[:s.n]
-	s.visBuf = s.visBuf[:0]
-	depth := make([]int, s.n)
-	for i := range s.n {
-		if p := s.parent[i]; p >= 0 {
-			depth[i] = depth[p] + 1
+	return b[:n]
+}
+
+// buildVisibility lists, for each tree row from first on, the tree rows it
+// attends to: its ancestors, root first, then itself. Lists are stored as
+// offsets into visBuf so that growing it never invalidates them.
+func (s *State) buildVisibility(first int) {
+	if first == 0 {
+		s.visBuf = s.visBuf[:0]
+	}
+	for len(s.visOff) < s.total {
+		s.visOff = append(s.visOff, 0)
+		s.depth = append(s.depth, 0)
+	}
+	for g := first; g < s.total; g++ {
+		d := int32(0)
+		if p := s.parent[g]; p >= 0 {
+			d = s.depth[p] + 1
 		}
-	}
-	for i := range s.n {
+		s.depth[g] = d
 		start := len(s.visBuf)
-		for j := 0; j <= depth[i]; j++ {
+		s.visOff[g] = int32(start)
+		for range d + 1 {
 			s.visBuf = append(s.visBuf, 0)
 		}
-		for j, d := int32(i), depth[i]; j >= 0; j, d = s.parent[j], d-1 {
-			s.visBuf[start+d] = j
+		for j, k := int32(g), d; j >= 0; j, k = s.parent[j], k-1 {
+			s.visBuf[start+int(k)] = j
 		}
-		s.vis[i] = s.visBuf[start:len(s.visBuf):len(s.visBuf)]
 	}
-	// visBuf may have moved while growing: re-slice every row.
-	off := 0
-	for i := range s.n {
-		k := depth[i] + 1
-		s.vis[i] = s.visBuf[off : off+k : off+k]
-		off += k
-	}
+}
+
+// visible returns the tree rows that tree row g attends to (trees only).
+func (s *State) visible(g int) []int32 {
+	off := int(s.visOff[g])
+	return s.visBuf[off : off+int(s.depth[g])+1]
 }
 
 // ropeTables computes cos and sin of every row's rotation angles, the way
@@ -222,7 +256,7 @@ func (s *State) ropeTables() {
 	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(c.RopeDim)))
 	ff := s.m.Weights.RopeFreqs
 	for r := range s.n {
-		theta := float32(s.pos[r]) * c.RopeScale
+		theta := float32(s.pos[s.first+r]) * c.RopeScale
 		for i := range half {
 			t := theta
 			if ff != nil {
@@ -235,7 +269,7 @@ func (s *State) ropeTables() {
 	}
 }
 
-// Rows is the number of rows in the batch in flight.
+// Rows is the number of rows of the pass in flight.
 func (s *State) Rows() int { return s.n }
 
 // NextLayer is the index of the next layer RunLayers would run.
@@ -316,7 +350,7 @@ func (s *State) Commit(rows []int) error {
 	s.slotBuf = s.slotBuf[:0]
 	prev := int32(-1)
 	for _, r := range rows {
-		if r < 0 || r >= s.n || s.parent[r] != prev {
+		if r < 0 || r >= s.total || s.parent[r] != prev {
 			return fmt.Errorf("model: commit rows %v are not a path from the batch root", rows)
 		}
 		prev = int32(r)
@@ -325,7 +359,7 @@ func (s *State) Commit(rows []int) error {
 	if err := s.Cache.Commit(s.slotBuf); err != nil {
 		return err
 	}
-	s.n, s.next = 0, 0 // the batch's scratch slots may now be overwritten
+	s.n, s.total, s.next = 0, 0, 0 // the batch's scratch slots may now be overwritten
 	return nil
 }
 
@@ -346,6 +380,6 @@ func (s *State) Len() int { return s.Cache.Len() }
 
 // Truncate rolls the sequence back to n committed tokens.
 func (s *State) Truncate(n int) error {
-	s.n, s.next = 0, 0
+	s.n, s.total, s.next = 0, 0, 0
 	return s.Cache.Truncate(n)
 }

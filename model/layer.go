@@ -39,8 +39,9 @@ func (s *State) layer(l int, w *Layer) {
 		}
 		s.rope(i, q, c.Heads)
 		s.rope(i, k, c.KVHeads)
-		toF16(s.Cache.K(l, s.base+i), k)
-		toF16(s.Cache.V(l, s.base+i), v)
+		slot := s.base + s.first + i
+		toF16(s.Cache.K(l, slot), k)
+		toF16(s.Cache.V(l, slot), v)
 	}
 
 	s.attention(l)
@@ -148,7 +149,7 @@ func (s *State) attendOne(l, row, h int, scratch []float32) {
 			attend(s.base + j)
 		}
 	} else {
-		for _, j := range s.vis[row] {
+		for _, j := range s.visible(s.first + row) {
 			attend(s.base + int(j))
 		}
 	}

@@ -289,3 +289,60 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestExtendMatchesWholeTree grows a tree level by level with Extend and
+// checks every row's logits against the tree run in one pass.
+func TestExtendMatchesWholeTree(t *testing.T) {
+	m := openConformance(t, "qwen2-tiny-q8_0.gguf")
+	V := m.Config.Vocab
+	tree := Batch{
+		Tokens: []int32{7, 100, 200, 300, 400, 500},
+		Parent: []int32{-1, 0, 0, 1, 2, 2},
+	}
+	s, _ := m.NewState(64)
+	logitsOf(t, s, Chain(testPrompt[:4]))
+	s.CommitAll()
+	whole := logitsOf(t, s, tree)
+	s.Truncate(4)
+
+	levels := []Batch{
+		{Tokens: []int32{7}},
+		{Tokens: []int32{100, 200}, Parent: []int32{0, 0}},
+		{Tokens: []int32{300, 400, 500}, Parent: []int32{1, 2, 2}},
+	}
+	row := 0
+	for i, lv := range levels {
+		var got []float32
+		if i == 0 {
+			got = logitsOf(t, s, lv)
+		} else {
+			if err := s.Extend(lv); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RunLayers(0, m.Config.Layers, nil); err != nil {
+				t.Fatal(err)
+			}
+			rows := make([]int, len(lv.Tokens))
+			for k := range rows {
+				rows[k] = k
+			}
+			got = make([]float32, len(rows)*V)
+			s.Logits(rows, got)
+		}
+		for k := range lv.Tokens {
+			if !slices.Equal(got[k*V:(k+1)*V], whole[(row+k)*V:(row+k+1)*V]) {
+				t.Errorf("level %d row %d: logits differ from the whole tree's", i, row+k)
+			}
+		}
+		row += len(lv.Tokens)
+	}
+	if err := s.Commit([]int{0, 2, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 7 {
+		t.Errorf("Len after commit = %d", s.Len())
+	}
+	if err := s.Extend(Batch{Tokens: []int32{1}, Parent: []int32{-1}}); err == nil {
+		t.Error("Extend after Commit accepted")
+	}
+}
