@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"sync"
 
@@ -37,6 +36,17 @@ type Options struct {
 	Type  quant.Type // type of every 2-D matrix; norms, biases and rope_freqs are F32
 	Vocab *gguf.File // source of every tokenizer.* key; its token count is the vocabulary size
 	Seed  uint64
+	// TailFrom and TailScale make a target whose first TailFrom layers
+	// dominate its output, so that its self-speculative draft of TailFrom
+	// layers (DraftOf) agrees with it at a chosen rate: every block from
+	// TailFrom on has its output projections (attn_output and ffn_down)
+	// scaled by TailScale, so that it adds TailScale times what it would
+	// to the residual stream. TailScale 1 changes nothing; 0 makes those
+	// blocks add nothing, and the draft agrees always. TailFrom 0 (the
+	// default) scales no layer and requires TailScale to be 0 or 1. See
+	// the package documentation for measured agreement.
+	TailFrom  int
+	TailScale float32
 	// Progress, if set, is called from the writing goroutine after each
 	// chunk with the bytes of tensor data written so far and in all.
 	Progress func(done, total int64)
@@ -103,28 +113,11 @@ func Write(w io.Writer, o Options) error {
 // WriteFile writes the model to path by way of path+".tmp", renamed into
 // place once complete; on error the temporary file is removed and path is
 // left as it was. The file is not fsynced.
-func WriteFile(path string, o Options) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("synth: %w", err)
+func WriteFile(path string, o Options) error {
+	if _, err := newPlan(o); err != nil {
+		return err // before creating anything
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = Write(f, o); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	return nil
+	return writeAtomic(path, func(w io.Writer) error { return Write(w, o) })
 }
 
 // fill says how a tensor's values are made.
@@ -217,6 +210,14 @@ func newPlan(o Options) (*plan, error) {
 	if vocab <= 0 {
 		return nil, errors.New("synth: vocabulary file has no tokens")
 	}
+	switch {
+	case o.TailFrom < 0 || o.TailFrom > 0 && o.TailFrom >= s.Layers:
+		return nil, fmt.Errorf("synth: tail from layer %d: shape %q has layers 0 to %d, and layer 0 cannot be tail", o.TailFrom, s.Name, s.Layers-1)
+	case !(o.TailScale >= 0) || math.IsInf(float64(o.TailScale), 0):
+		return nil, fmt.Errorf("synth: tail scale %v must be finite and ≥ 0", o.TailScale)
+	case o.TailFrom == 0 && o.TailScale != 0 && o.TailScale != 1:
+		return nil, fmt.Errorf("synth: tail scale %v without a tail (TailFrom)", o.TailScale)
+	}
 	p := &plan{shape: s, vocab: vocab}
 	dim, q, kv, ffn := s.Dim, s.QDim(), s.KVDim(), s.FFN
 	isqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
@@ -275,6 +276,9 @@ func newPlan(o Options) (*plan, error) {
 		if l == 0 {
 			ra, rf = attn0Share*embStd, r0
 		}
+		if o.TailFrom > 0 && l >= o.TailFrom {
+			ra, rf = ra*o.TailScale, rf*o.TailScale
+		}
 		matrix(b+"attn_output.weight", q, dim, ra*isqrt(q))
 		vector(b+"ffn_norm.weight", dim, fillNorm, normNoise)
 		matrix(b+"ffn_gate.weight", dim, ffn, isqrt(dim))
@@ -330,9 +334,13 @@ func (p *plan) declare(gw *gguf.Writer, o Options) error {
 		key string
 		v   any
 	}
+	name := s.Name + " (synthetic, random weights)"
+	if o.TailFrom > 0 && o.TailScale != 1 {
+		name = fmt.Sprintf("%s (synthetic, random weights; layers %d+ scaled by %g)", s.Name, o.TailFrom, o.TailScale)
+	}
 	kvs := []kv{
 		{"general.architecture", s.Arch},
-		{"general.name", s.Name + " (synthetic, random weights)"},
+		{"general.name", name},
 		{a + "context_length", uint32(s.ContextLen)},
 		{a + "embedding_length", uint32(s.Dim)},
 		{a + "block_count", uint32(s.Layers)},
