@@ -18,6 +18,10 @@ type kernelSet struct {
 	// Activation quantizers.
 	quantizeQ8_0 func(x []float32, dst []byte)
 	quantizeQ8_K func(x []float32, dst []byte)
+
+	// gemm, when set, computes MatMul on Q4_0 and Q8_0 weights for every n
+	// (gemmGo in gemm.go defines its results); nil in the generic set.
+	gemm func(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int)
 }
 
 var genericKernels = kernelSet{
@@ -40,6 +44,14 @@ var genericKernels = kernelSet{
 // with golang.org/x/sys/cpu; entries it does not accelerate stay generic.
 var archKernels *kernelSet
 
+// archHooks add kernels to the machine's set: UseGeneric(false) applies them
+// in order to a copy of *archKernels (or of the generic set). Per-architecture
+// files append to it from their init, whatever order those run in.
+var archHooks []func(*kernelSet)
+
+// archSet is the set built by UseGeneric(false) when there are hooks.
+var archSet kernelSet
+
 // k is the kernel set in use.
 var k = &genericKernels
 
@@ -49,11 +61,21 @@ func init() { UseGeneric(false) }
 // the best available for this machine (false). It is meant for tests and
 // benchmarks and must not be called while kernels are running.
 func UseGeneric(generic bool) {
-	if generic || archKernels == nil {
+	switch {
+	case generic || archKernels == nil && len(archHooks) == 0:
 		k = &genericKernels
-		return
+	case len(archHooks) == 0:
+		k = archKernels
+	default:
+		archSet = genericKernels
+		if archKernels != nil {
+			archSet = *archKernels
+		}
+		for _, h := range archHooks {
+			h(&archSet)
+		}
+		k = &archSet
 	}
-	k = archKernels
 }
 
 // Kernels names the kernel set in use, for logs ("generic" or an

@@ -81,7 +81,7 @@ func activationFor(t Type) activation {
 // activation rows at a time, so both stay in cache when n > 1. Chunks of
 // rows given to threads are multiples of rowTile.
 const (
-	rowTile = 16
+	rowTile = gemmRows
 	actTile = 8
 )
 
@@ -92,6 +92,7 @@ const (
 type Scratch struct {
 	q []byte    // activations encoded as Q8_0 or Q8_K, n rows
 	f []float32 // activations rounded to F16 or BF16, n rows
+	g gemmActs  // the Q8_0 activations laid out for k.gemm
 
 	job     matJob
 	rowsFn  func(lo, hi int) // job.rows, bound once
@@ -110,6 +111,7 @@ type matJob struct {
 	n      int
 	y      []float32
 	quant8 func(x []float32, dst []byte)
+	g      *gemmActs // non-nil when k.gemm computes this product
 }
 
 // MatMul computes y[i*m.Rows + r] = dot(m row r, x[i*m.Cols:(i+1)*m.Cols]) for
@@ -145,6 +147,14 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 		}
 		buf.q = grow(buf.q, n*j.arb)
 		j.xq = buf.q
+		if k.gemm != nil && (m.Type == Q4_0 || m.Type == Q8_0) {
+			nb := m.Cols / qk8_0
+			g := &buf.g
+			g.n, g.nb = n, nb
+			g.q = grow(g.q, n*nb*qk8_0)
+			g.side = grow(g.side, 2*n*nb)
+			j.g = g
+		}
 		p.For(n, buf.inputFn)
 	case F16, BF16:
 		buf.f = grow(buf.f, n*m.Cols)
@@ -172,6 +182,9 @@ func (j *matJob) convert(lo, hi int) {
 		switch j.act.typ {
 		case Q8_0, Q8_K:
 			j.quant8(x, j.xq[i*j.arb:(i+1)*j.arb])
+			if j.g != nil {
+				j.g.put(j.m.Type, i, j.xq[i*j.arb:(i+1)*j.arb])
+			}
 		case F16:
 			out := j.xf[i*c : (i+1)*c]
 			for e, v := range x {
@@ -190,6 +203,14 @@ func (j *matJob) convert(lo, hi int) {
 // tile by tile.
 func (j *matJob) rows(lo, hi int) {
 	R, c := j.m.Rows, j.m.Cols
+	if j.g != nil {
+		// Every output of a Q4_0 or Q8_0 product, whatever n, comes from
+		// k.gemm, whose results do not depend on the tiling (gemm.go).
+		for r0 := lo; r0 < hi; r0 += gemmRows {
+			k.gemm(j.m.Type, j.m.Data, j.rb, r0, min(gemmRows, hi-r0), j.g, 0, j.n, j.y[r0:], R)
+		}
+		return
+	}
 	for r0 := lo; r0 < hi; r0 += rowTile {
 		r1 := min(r0+rowTile, hi)
 		for i0 := 0; i0 < j.n; i0 += actTile {

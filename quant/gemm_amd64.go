@@ -1,0 +1,59 @@
+//go:build amd64 && !noasm && gc
+
+package quant
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// haveVNNI reports the features of the gemm kernels in gemm_amd64.s
+// (x/sys/cpu reports AVX-512 only when the OS saves the ZMM registers).
+var haveVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+	cpu.X86.HasAVX512VNNI && cpu.X86.HasF16C
+
+func init() {
+	if haveVNNI {
+		archHooks = append(archHooks, func(s *kernelSet) { s.gemm = gemmVNNI })
+		UseGeneric(false)
+	}
+}
+
+// gemmKernels[t][c-1] computes tiles of c activation rows; t is 0 for Q4_0,
+// 1 for Q8_0.
+var gemmKernels = [2][16]func(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64){
+	{gemmQ4_0VNNI1, gemmQ4_0VNNI2, gemmQ4_0VNNI3, gemmQ4_0VNNI4, gemmQ4_0VNNI5, gemmQ4_0VNNI6, gemmQ4_0VNNI7, gemmQ4_0VNNI8,
+		gemmQ4_0VNNI9, gemmQ4_0VNNI10, gemmQ4_0VNNI11, gemmQ4_0VNNI12, gemmQ4_0VNNI13, gemmQ4_0VNNI14, gemmQ4_0VNNI15, gemmQ4_0VNNI16},
+	{gemmQ8_0VNNI1, gemmQ8_0VNNI2, gemmQ8_0VNNI3, gemmQ8_0VNNI4, gemmQ8_0VNNI5, gemmQ8_0VNNI6, gemmQ8_0VNNI7, gemmQ8_0VNNI8,
+		gemmQ8_0VNNI9, gemmQ8_0VNNI10, gemmQ8_0VNNI11, gemmQ8_0VNNI12, gemmQ8_0VNNI13, gemmQ8_0VNNI14, gemmQ8_0VNNI15, gemmQ8_0VNNI16},
+}
+
+// gemmVNNI is gemmGo for tiles of at most gemmRows weight rows and any
+// number of activation rows (taken gemmCols at a time).
+func gemmVNNI(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
+	if rows <= 0 || c <= 0 || a.nb == 0 {
+		return
+	}
+	if rows > gemmRows || int64(rb)*gemmRows > 1<<31-1 || (t != Q4_0 && t != Q8_0) {
+		panic(fmt.Sprintf("quant: gemm tile of %d rows of %d bytes of %v", rows, rb, t))
+	}
+	bw := t.BlockBytes()
+	// The assembly reads unchecked: check the last byte of each operand.
+	_ = w[(r0+rows-1)*rb+a.nb*bw-1]
+	_ = a.q[((a.nb-1)*a.n+i0+c)*qk8_0-1]
+	_ = a.side[((a.nb-1)*a.n+i0+c)*2-1]
+	_ = y[(c-1)*ys+rows-1]
+	mask := uint64(1)<<rows - 1
+	fns := &gemmKernels[0]
+	if t == Q8_0 {
+		fns = &gemmKernels[1]
+	}
+	for c0 := 0; c0 < c; c0 += gemmCols {
+		cc := min(c-c0, gemmCols)
+		e := i0 + c0
+		fns[cc-1](&w[r0*rb], a.nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
+			&y[c0*ys], ys*int(unsafe.Sizeof(float32(0))), rb, mask)
+	}
+}
