@@ -39,17 +39,18 @@ type State struct {
 	Cache *kv.Cache
 
 	// The batch in flight.
-	n      int     // rows of the pass in flight
-	first  int     // tree row of its first row (0 after Begin)
-	total  int     // rows in the tree since Begin
-	base   int     // cache length at Begin
-	tokens []int32 // (total) per tree row
-	pos    []int32 // (total)
-	parent []int32 // (total)
-	chain  bool    // a Begin'd chain: row i follows row i-1
-	next   int     // next layer to run
-	visOff []int32 // (total) where each tree row's visibility list starts in visBuf
-	depth  []int32 // (total)
+	n       int     // rows of the pass in flight
+	first   int     // tree row of its first row (0 after Begin)
+	total   int     // rows in the tree since Begin
+	base    int     // cache length at Begin
+	tokens  []int32 // (total) per tree row
+	pos     []int32 // (total)
+	parent  []int32 // (total)
+	chain   bool    // a Begin'd chain: row i follows row i-1
+	next    int     // next layer to run
+	visOff  []int32 // (total) where each tree row's visibility list starts in visBuf
+	depth   []int32 // (total)
+	visRows int     // tree rows whose visibility lists are built
 
 	// Activations, row-major with n rows.
 	x        []float32   // (n, dim) residual stream
@@ -181,8 +182,11 @@ func (s *State) begin(b Batch, extend bool) error {
 		}
 	}
 	s.n, s.first, s.total, s.next, s.chain = n, first, total, 0, chain
+	if !extend {
+		s.visRows = 0
+	}
 	if !chain {
-		s.buildVisibility(first)
+		s.buildVisibility()
 	}
 
 	s.x = grow(s.x, n*c.Dim)
@@ -211,10 +215,12 @@ func growKeep(b []int32, n int) []int32 {
 	return b[:n]
 }
 
-// buildVisibility lists, for each tree row from first on, the tree rows it
+// buildVisibility lists, for each tree row not yet listed, the tree rows it
 // attends to: its ancestors, root first, then itself. Lists are stored as
-// offsets into visBuf so that growing it never invalidates them.
-func (s *State) buildVisibility(first int) {
+// offsets into visBuf so that growing it never invalidates them. A chain
+// run by Begin needs no lists until a later Extend hangs a tree off it.
+func (s *State) buildVisibility() {
+	first := s.visRows
 	if first == 0 {
 		s.visBuf = s.visBuf[:0]
 	}
@@ -237,6 +243,7 @@ func (s *State) buildVisibility(first int) {
 			s.visBuf[start+int(k)] = j
 		}
 	}
+	s.visRows = s.total
 }
 
 // visible returns the tree rows that tree row g attends to (trees only).

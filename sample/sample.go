@@ -227,3 +227,8 @@ func softmax(cand []Candidate, temp float32) {
 		cand[i].P = float32(float64(cand[i].P) / sum)
 	}
 }
+
+// Uniform draws a number in [0, 1) from the sampler's seeded stream;
+// speculative sampling uses it for its accept/reject tests so that a seed
+// fixes the whole output.
+func (s *Sampler) Uniform() float32 { return s.rng.Float32() }

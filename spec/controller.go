@@ -1,0 +1,113 @@
+package spec
+
+import (
+	"math"
+	"time"
+)
+
+type draftKind int
+
+const (
+	draftNone draftKind = iota
+	draftNgram
+	draftModel
+)
+
+// controller sizes drafts in auto mode. It keeps decayed estimates of the
+// per-token acceptance of each drafter (the chance a drafted token is kept
+// given the one before it was), of the draft model's cost per token, and of
+// the verify pass's cost as a + b·rows; then it picks the draft length k
+// that maximizes expected tokens per second,
+//
+//	E(k) / (a + b·k + draft·k),  E(k) = (1 − α^(k+1)) / (1 − α),
+//
+// against plain decoding's 1 / a. When no k beats plain decoding it drafts
+// nothing, probing with one token now and then so that it notices when
+// drafts become good again.
+type controller struct {
+	max        int
+	succ, tri  [3]float64 // decayed accepted / tried tokens per drafter
+	draftTok   float64    // seconds per drafted token (model)
+	verify1    float64    // seconds of a one-row verify
+	verifyRow  float64    // seconds per extra verify row
+	sinceProbe [3]int
+	sincePlain int
+}
+
+const (
+	decay      = 0.9
+	probeEvery = 16 // plain steps between one-token probes of a poor drafter
+	plainEvery = 64 // drafted steps between plain ones that re-measure a
+)
+
+func (c *controller) init(maxLen int) {
+	c.max = maxLen
+	for k := range c.succ { // a weak prior: acceptance 0.5
+		c.succ[k], c.tri[k] = 1, 2
+	}
+}
+
+func ewma(old, x float64) float64 {
+	if old == 0 {
+		return x
+	}
+	return 0.8*old + 0.2*x
+}
+
+func (c *controller) observe(drafted, accepted int, draft, verify time.Duration, kind draftKind) {
+	v := verify.Seconds()
+	c.sincePlain++
+	if drafted == 0 {
+		c.verify1 = ewma(c.verify1, v)
+		return
+	}
+	if c.verify1 > 0 {
+		c.verifyRow = ewma(c.verifyRow, max(0, (v-c.verify1)/float64(drafted)))
+	}
+	if kind == draftModel {
+		c.draftTok = ewma(c.draftTok, draft.Seconds()/float64(drafted))
+	}
+	c.succ[kind] = decay*c.succ[kind] + float64(accepted)
+	c.tri[kind] = decay*c.tri[kind] + float64(accepted)
+	if accepted < drafted {
+		c.tri[kind]++
+	}
+}
+
+func (c *controller) alpha(kind draftKind) float64 {
+	return min(0.99, c.succ[kind]/max(c.tri[kind], 1e-9))
+}
+
+// best returns the draft length with the best expected rate, 0 for none.
+func (c *controller) best(kind draftKind, perToken float64, limit int) int {
+	a := c.alpha(kind)
+	bestK, bestRate := 0, 1/c.verify1
+	for k := 1; k <= limit; k++ {
+		e := (1 - math.Pow(a, float64(k+1))) / (1 - a)
+		rate := e / (c.verify1 + c.verifyRow*float64(k) + perToken*float64(k))
+		if rate > bestRate {
+			bestK, bestRate = k, rate
+		}
+	}
+	if bestK == 0 {
+		if c.sinceProbe[kind]++; c.sinceProbe[kind] >= probeEvery {
+			c.sinceProbe[kind] = 0
+			return min(1, limit)
+		}
+	}
+	return bestK
+}
+
+// plainStep reports whether this step should draft nothing, to measure the
+// plain step's cost: first, and then every plainEvery steps.
+func (c *controller) plainStep() bool {
+	if c.verify1 == 0 || c.sincePlain >= plainEvery {
+		c.sincePlain = 0
+		return true
+	}
+	return false
+}
+
+func (c *controller) ngramLen(limit int) int { return c.best(draftNgram, 0, min(c.max, limit)) }
+
+func (c *controller) modelLen() int { return c.best(draftModel, c.draftTok, c.max) }

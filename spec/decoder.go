@@ -1,0 +1,291 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"shade/model"
+	"shade/sample"
+)
+
+// Mode selects how drafts are made.
+type Mode int
+
+const (
+	Off    Mode = iota // plain autoregressive decoding
+	Chain              // the draft model proposes a chain
+	TreeM              // the draft model proposes a tree
+	NgramM             // n-gram lookup proposes a chain
+	Auto               // n-gram first, then the draft model; length sized by the controller
+)
+
+var modeNames = []string{"off", "chain", "tree", "ngram", "auto"}
+
+func (m Mode) String() string { return modeNames[m] }
+
+// ParseMode maps off|chain|tree|ngram|auto to a Mode.
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if n == s {
+			return Mode(i), nil
+		}
+	}
+	return Off, fmt.Errorf("spec: unknown mode %q (want %s)", s, strings.Join(modeNames, ", "))
+}
+
+// Config sets up speculation.
+type Config struct {
+	Mode      Mode
+	DraftMax  int // most drafted tokens per step (default 8)
+	TreeWidth int // nodes per tree level (tree mode; default 3)
+	TreeDepth int // tree levels (tree mode; default DraftMax/2)
+	NgramMin  int // n-gram lengths looked up (default 2…4)
+	NgramMax  int
+}
+
+func (c *Config) defaults() {
+	if c.DraftMax <= 0 {
+		c.DraftMax = 8
+	}
+	if c.TreeWidth <= 0 {
+		c.TreeWidth = 3
+	}
+	if c.TreeDepth <= 0 {
+		c.TreeDepth = max(2, c.DraftMax/2)
+	}
+	if c.NgramMin <= 0 {
+		c.NgramMin = 2
+	}
+	if c.NgramMax <= 0 {
+		c.NgramMax = 4
+	}
+}
+
+// DepthStats counts drafted and accepted tokens at one draft depth.
+type DepthStats struct {
+	Drafted  int `json:"drafted"`
+	Accepted int `json:"accepted"`
+}
+
+// Stats describe a speculative run.
+type Stats struct {
+	Steps      int           `json:"steps"`
+	Drafted    int           `json:"drafted"`
+	Accepted   int           `json:"accepted"`
+	Generated  int           `json:"generated"`
+	ByDepth    []DepthStats  `json:"by_depth"`
+	DraftTime  time.Duration `json:"draft_ns"`
+	VerifyTime time.Duration `json:"verify_ns"`
+	OtherTime  time.Duration `json:"other_ns"`
+}
+
+// AcceptanceRate is accepted ÷ drafted.
+func (s *Stats) AcceptanceRate() float64 {
+	if s.Drafted == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Drafted)
+}
+
+// MeanAccepted is the mean number of draft tokens accepted per step.
+func (s *Stats) MeanAccepted() float64 {
+	if s.Steps == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Steps)
+}
+
+// Decoder generates tokens from a target model, speculatively when a
+// drafter is configured. Under greedy sampling its output is the target's
+// own greedy output, token for token; under stochastic sampling it is
+// distributed exactly as the target's sampler.
+type Decoder struct {
+	cfg           Config
+	target        *model.State
+	sampler       *sample.Sampler
+	verify        *verifier
+	draft         *ModelDrafter
+	ngram         *Ngram
+	ctl           controller
+	lastDraftKind draftKind
+
+	ctx     []int32 // accepted text; its last token is the pending one
+	tree    Tree
+	path    []int32
+	rows    []int
+	logits  []float32
+	batch   model.Batch
+	stats   Stats
+	Prefill int // rows per prefill pass (default 256)
+}
+
+// NewDecoder sets up decoding on a target state. draft may be nil when the
+// mode does not need a draft model (off, ngram, or auto without one).
+func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafter, cfg Config) (*Decoder, error) {
+	cfg.defaults()
+	if draft == nil && (cfg.Mode == Chain || cfg.Mode == TreeM) {
+		return nil, fmt.Errorf("spec: mode %v needs a draft model", cfg.Mode)
+	}
+	vocab := target.Model().Config.Vocab
+	d := &Decoder{cfg: cfg, target: target, sampler: sampler, draft: draft,
+		verify: newVerifier(sampler, vocab), logits: make([]float32, vocab), Prefill: 256}
+	if cfg.Mode == NgramM || cfg.Mode == Auto {
+		d.ngram = NewNgram(cfg.NgramMin, cfg.NgramMax)
+	}
+	d.ctl.init(cfg.DraftMax)
+	return d, nil
+}
+
+// Stats returns the counters so far.
+func (d *Decoder) Stats() Stats { return d.stats }
+
+// Start feeds a prompt: every token but the last goes through the target
+// (in batches); the last becomes the pending token the first step starts from.
+func (d *Decoder) Start(prompt []int32) error {
+	if len(prompt) == 0 {
+		return errors.New("spec: empty prompt")
+	}
+	if err := d.target.Truncate(0); err != nil {
+		return err
+	}
+	if d.draft != nil {
+		d.draft.Reset()
+	}
+	body := prompt[:len(prompt)-1]
+	for i := 0; i < len(body); i += d.Prefill {
+		chunk := body[i:min(i+d.Prefill, len(body))]
+		if err := d.target.Forward(model.Chain(chunk)); err != nil {
+			return err
+		}
+		if err := d.target.CommitAll(); err != nil {
+			return err
+		}
+	}
+	d.ctx = append(d.ctx[:0], prompt...)
+	return nil
+}
+
+// Step runs one speculative step and appends the tokens it produced (at
+// least one) to out. The last produced token is pending: it is fed to the
+// target at the start of the next step.
+func (d *Decoder) Step(out []int32) ([]int32, error) {
+	t0 := time.Now()
+	d.tree.Reset()
+	if err := d.makeDraft(); err != nil {
+		return out, err
+	}
+	t1 := time.Now()
+
+	// Verify: the pending token and the whole tree in one target pass.
+	n := d.tree.Len()
+	if d.target.Len()+n+1 > d.target.Cache.Cap() {
+		return out, fmt.Errorf("spec: context full (%d tokens)", d.target.Cache.Cap())
+	}
+	d.batch.Tokens = append(d.batch.Tokens[:0], d.ctx[len(d.ctx)-1])
+	d.batch.Parent = append(d.batch.Parent[:0], -1)
+	for i := range n {
+		d.batch.Tokens = append(d.batch.Tokens, d.tree.Tokens[i])
+		d.batch.Parent = append(d.batch.Parent, d.tree.Parent[i]+1)
+	}
+	if err := d.target.Forward(d.batch); err != nil {
+		return out, err
+	}
+	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
+	d.path = path
+	if err != nil {
+		return out, err
+	}
+	d.rows = append(d.rows[:0], 0)
+	for _, p := range path {
+		d.rows = append(d.rows, int(p)+1)
+	}
+	if err := d.target.Commit(d.rows); err != nil {
+		return out, err
+	}
+	t2 := time.Now()
+
+	if d.draft != nil {
+		if err := d.draft.Accepted(d.ctx, &d.tree, path); err != nil {
+			return out, err
+		}
+	}
+	d.sampler.Accept(bonus)
+	for _, p := range path {
+		d.ctx = append(d.ctx, d.tree.Tokens[p])
+		out = append(out, d.tree.Tokens[p])
+	}
+	d.ctx = append(d.ctx, bonus)
+	out = append(out, bonus)
+
+	// Book-keeping for stats and the controller.
+	d.stats.Steps++
+	d.stats.Drafted += n
+	d.stats.Accepted += len(path)
+	d.stats.Generated += len(path) + 1
+	for i := range n {
+		depth := d.tree.Depth(int32(i))
+		for len(d.stats.ByDepth) < depth {
+			d.stats.ByDepth = append(d.stats.ByDepth, DepthStats{})
+		}
+		d.stats.ByDepth[depth-1].Drafted++
+	}
+	for k := range path {
+		d.stats.ByDepth[k].Accepted++
+	}
+	t3 := time.Now()
+	d.stats.DraftTime += t1.Sub(t0)
+	d.stats.VerifyTime += t2.Sub(t1)
+	d.stats.OtherTime += t3.Sub(t2)
+	d.ctl.observe(n, len(path), t1.Sub(t0), t2.Sub(t1), d.lastDraftKind)
+	return out, nil
+}
+
+func (d *Decoder) rowLogits(row int) ([]float32, error) {
+	d.rows = append(d.rows[:0], row)
+	if err := d.target.Logits(d.rows, d.logits); err != nil {
+		return nil, err
+	}
+	return d.logits, nil
+}
+
+// makeDraft fills d.tree according to the mode.
+func (d *Decoder) makeDraft() error {
+	d.lastDraftKind = draftNone
+	room := d.target.Cache.Cap() - d.target.Len() - 1
+	switch d.cfg.Mode {
+	case Off:
+		return nil
+	case NgramM:
+		if d.ngram.Propose(d.ctx, min(d.cfg.DraftMax, room), &d.tree) > 0 {
+			d.lastDraftKind = draftNgram
+		}
+		return nil
+	case Chain:
+		d.lastDraftKind = draftModel
+		return d.draft.Draft(d.ctx, Shape{Width: 1, Depth: d.cfg.DraftMax, Max: min(d.cfg.DraftMax, room)}, &d.tree)
+	case TreeM:
+		d.lastDraftKind = draftModel
+		return d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
+	}
+	// Auto: n-gram lookup is nearly free, so try it first; the controller
+	// sizes the model draft (possibly to nothing).
+	if d.ctl.plainStep() {
+		d.ngram.sync(d.ctx)
+		return nil
+	}
+	if k := d.ctl.ngramLen(min(d.cfg.DraftMax, room)); k > 0 && d.ngram.Propose(d.ctx, k, &d.tree) > 0 {
+		d.lastDraftKind = draftNgram
+		return nil
+	}
+	if d.draft == nil {
+		return nil
+	}
+	k := min(d.ctl.modelLen(), room)
+	if k <= 0 {
+		return nil
+	}
+	d.lastDraftKind = draftModel
+	return d.draft.Draft(d.ctx, Shape{Width: 1, Depth: k, Max: k}, &d.tree)
+}

@@ -1,0 +1,311 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"shade/model"
+	"shade/sample"
+)
+
+// Shape bounds a draft: at most Width nodes per level, Depth levels and
+// Max nodes in all. A chain is Width 1.
+type Shape struct {
+	Width, Depth, Max int
+}
+
+// ModelDrafter proposes drafts with a small model that shares the target's
+// vocabulary. It keeps its own KV cache in step with the target's accepted
+// text: each Draft first feeds whatever the target accepted that it has not
+// seen, then grows the tree level by level, one batched pass per level
+// (model.State.Extend), expanding the most likely frontier nodes.
+type ModelDrafter struct {
+	m       *model.Model
+	s       *model.State
+	sampler *sample.Sampler
+
+	seen    []int32 // tokens whose KV is committed in s
+	fed     []bool  // per node of the last draft: has a KV row in s
+	nodeRow []int32 // per node: its row in s's tree in flight
+	rootRow int32   // row of the pending token in s's tree
+	logits  []float32
+	rows    []int
+	cands   []cand
+	batch   model.Batch
+}
+
+// cand is a possible child during expansion.
+type cand struct {
+	parent int32 // node, or -1
+	tok    int32
+	score  float64 // log-probability of the path
+	order  int     // rank among its siblings' draws (stochastic drafts)
+	q      []sample.Candidate
+}
+
+// NewModelDrafter returns a drafter running m with a context of ctx tokens.
+// params are the target's sampling parameters: a greedy target gets greedy
+// drafts (top-ranked children), a sampling one gets children drawn from the
+// draft's own distribution under the same processors.
+func NewModelDrafter(m *model.Model, ctx int, params sample.Params) (*ModelDrafter, error) {
+	s, err := m.NewState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params.Seed ^= 0x5eed5eed5eed5eed
+	params.RepeatPenalty = 1 // the penalty's history is the target's business
+	sm, err := sample.New(params)
+	if err != nil {
+		return nil, err
+	}
+	return &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab)}, nil
+}
+
+// Model returns the draft model.
+func (d *ModelDrafter) Model() *model.Model { return d.m }
+
+// LayerTimes are the per-layer latencies of the draft's last pass: the
+// contention signal of elastic scheduling.
+func (d *ModelDrafter) LayerTimes() []float64 {
+	out := make([]float64, len(d.s.LayerTimes))
+	for i, t := range d.s.LayerTimes {
+		out[i] = t.Seconds()
+	}
+	return out
+}
+
+// Draft appends to t a tree of at most shape.Max nodes following ctx (the
+// accepted text ending with the pending token).
+func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
+	if len(ctx) == 0 || shape.Max <= 0 || shape.Depth <= 0 || shape.Width <= 0 {
+		return nil
+	}
+	// Catch up: keep the common prefix, feed the rest (always ≥ 1 token).
+	common := 0
+	for common < len(d.seen) && common < len(ctx)-1 && d.seen[common] == ctx[common] {
+		common++
+	}
+	if err := d.s.Truncate(common); err != nil {
+		return err
+	}
+	d.seen = d.seen[:common]
+	feed := ctx[common:]
+	if common+len(feed)+shape.Max+1 > d.s.Cache.Cap() {
+		return fmt.Errorf("spec: draft context full (%d tokens)", d.s.Cache.Cap())
+	}
+	if err := d.s.Forward(model.Chain(feed)); err != nil {
+		return err
+	}
+	d.rootRow = int32(len(feed) - 1)
+	d.fed = d.fed[:0]
+	d.nodeRow = d.nodeRow[:0]
+	if err := d.s.Logits([]int{len(feed) - 1}, d.logits); err != nil {
+		return err
+	}
+	vocab := d.m.Config.Vocab
+	frontier := []int32{-1}
+	frontierScore := []float64{0}
+	nextRow := int32(len(feed))
+	for depth := 1; depth <= shape.Depth && t.Len() < shape.Max; depth++ {
+		// Candidates: the best children of every frontier node.
+		d.cands = d.cands[:0]
+		for k, p := range frontier {
+			row := d.logits[k*vocab : (k+1)*vocab]
+			d.expand(p, frontierScore[k], row, shape.Width)
+		}
+		chosen := d.choose(min(shape.Width, shape.Max-t.Len()))
+		if len(chosen) == 0 {
+			break
+		}
+		frontier = frontier[:0]
+		frontierScore = frontierScore[:0]
+		for _, c := range chosen {
+			frontier = append(frontier, t.Add(c.tok, c.parent, c.q))
+			frontierScore = append(frontierScore, c.score)
+			d.fed = append(d.fed, false)
+			d.nodeRow = append(d.nodeRow, -1)
+		}
+		if depth == shape.Depth || t.Len() >= shape.Max {
+			break
+		}
+		// Feed the new level in one batched pass to expand it next.
+		d.batch.Tokens = d.batch.Tokens[:0]
+		d.batch.Parent = d.batch.Parent[:0]
+		for _, n := range frontier {
+			parentRow := d.rootRow
+			if p := t.Parent[n]; p >= 0 {
+				parentRow = d.nodeRow[p]
+			}
+			d.batch.Tokens = append(d.batch.Tokens, t.Tokens[n])
+			d.batch.Parent = append(d.batch.Parent, parentRow)
+			d.nodeRow[n] = nextRow
+			d.fed[n] = true
+			nextRow++
+		}
+		if err := d.s.Extend(d.batch); err != nil {
+			return err
+		}
+		if err := d.s.RunLayers(0, d.m.Config.Layers, nil); err != nil {
+			return err
+		}
+		if cap(d.logits) < len(frontier)*vocab {
+			d.logits = make([]float32, len(frontier)*vocab)
+		}
+		d.logits = d.logits[:len(frontier)*vocab]
+		d.rows = d.rows[:0]
+		for k := range frontier {
+			d.rows = append(d.rows, k)
+		}
+		if err := d.s.Logits(d.rows, d.logits); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expand adds up to width candidate children of node p to d.cands.
+func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width int) {
+	if d.sampler.Params().Greedy() {
+		lse := logSumExp(logits)
+		for _, id := range topIDs(logits, width) {
+			d.cands = append(d.cands, cand{parent: p, tok: id, score: score + float64(logits[id]) - lse})
+		}
+		return
+	}
+	// Draw up to width distinct tokens from the draft distribution,
+	// without replacement; verification undoes each draw in the same order.
+	q := slices.Clone(d.sampler.Distribution(logits))
+	left := make([]float32, len(q))
+	for i, c := range q {
+		left[i] = c.P
+	}
+	var mass float32 = 1
+	for order := 0; order < width && mass > 1e-6; order++ {
+		r := d.sampler.Uniform() * mass
+		pick := -1
+		var acc float32
+		for i, w := range left {
+			if w <= 0 {
+				continue
+			}
+			acc += w
+			pick = i
+			if r < acc {
+				break
+			}
+		}
+		if pick < 0 {
+			break
+		}
+		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, score: score + math.Log(float64(q[pick].P)), order: order, q: q})
+		mass -= left[pick]
+		left[pick] = 0
+	}
+}
+
+// choose keeps the n most likely candidates. A sampled child is kept only
+// with every earlier draw of its parent, so each node's children remain a
+// prefix of its draws (what makes tree speculative sampling exact).
+func (d *ModelDrafter) choose(n int) []cand {
+	slices.SortStableFunc(d.cands, func(a, b cand) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	type key struct {
+		parent int32
+		order  int
+	}
+	taken := map[key]bool{}
+	var out []cand
+	for _, c := range d.cands {
+		if len(out) == n {
+			break
+		}
+		if c.q != nil && c.order > 0 && !taken[key{c.parent, c.order - 1}] {
+			continue
+		}
+		taken[key{c.parent, c.order}] = true
+		out = append(out, c)
+	}
+	// Keep siblings in draw order, as verification expects.
+	slices.SortStableFunc(out, func(a, b cand) int {
+		if a.parent != b.parent {
+			return int(a.parent - b.parent)
+		}
+		return a.order - b.order
+	})
+	return out
+}
+
+// Accepted tells the drafter which nodes of its last draft the target kept
+// (in order), so that it commits their KV instead of recomputing them.
+func (d *ModelDrafter) Accepted(ctx []int32, t *Tree, path []int32) error {
+	if d.s.Rows() == 0 && len(d.fed) == 0 {
+		return nil
+	}
+	rows := make([]int, 0, int(d.rootRow)+1+len(path))
+	for r := 0; r <= int(d.rootRow); r++ {
+		rows = append(rows, r)
+	}
+	seen := append(d.seen, ctx[len(d.seen):]...)
+	for _, n := range path {
+		if int(n) >= len(d.fed) || !d.fed[n] {
+			break
+		}
+		rows = append(rows, int(d.nodeRow[n]))
+		seen = append(seen, t.Tokens[n])
+	}
+	if err := d.s.Commit(rows); err != nil {
+		return err
+	}
+	d.seen = seen
+	d.fed = d.fed[:0]
+	return nil
+}
+
+// Reset forgets the draft's context.
+func (d *ModelDrafter) Reset() {
+	d.s.Truncate(0)
+	d.seen = d.seen[:0]
+	d.fed = d.fed[:0]
+}
+
+func logSumExp(x []float32) float64 {
+	m := x[0]
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v - m))
+	}
+	return float64(m) + math.Log(s)
+}
+
+// topIDs returns the ids of the k largest logits, best first (lowest id on ties).
+func topIDs(x []float32, k int) []int32 {
+	k = min(k, len(x))
+	out := make([]int32, 0, k)
+	for i, v := range x {
+		if len(out) < k || v > x[out[len(out)-1]] {
+			j := len(out)
+			if len(out) < k {
+				out = append(out, 0)
+			} else {
+				j = k - 1
+			}
+			for j > 0 && v > x[out[j-1]] {
+				out[j] = out[j-1]
+				j--
+			}
+			out[j] = int32(i)
+		}
+	}
+	return out
+}
