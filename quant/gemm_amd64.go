@@ -21,13 +21,22 @@ func init() {
 	}
 }
 
-// gemmKernels[t][c-1] computes tiles of c activation rows; t is 0 for Q4_0,
-// 1 for Q8_0.
-var gemmKernels = [2][16]func(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64){
-	{gemmQ4_0VNNI1, gemmQ4_0VNNI2, gemmQ4_0VNNI3, gemmQ4_0VNNI4, gemmQ4_0VNNI5, gemmQ4_0VNNI6, gemmQ4_0VNNI7, gemmQ4_0VNNI8,
-		gemmQ4_0VNNI9, gemmQ4_0VNNI10, gemmQ4_0VNNI11, gemmQ4_0VNNI12, gemmQ4_0VNNI13, gemmQ4_0VNNI14, gemmQ4_0VNNI15, gemmQ4_0VNNI16},
-	{gemmQ8_0VNNI1, gemmQ8_0VNNI2, gemmQ8_0VNNI3, gemmQ8_0VNNI4, gemmQ8_0VNNI5, gemmQ8_0VNNI6, gemmQ8_0VNNI7, gemmQ8_0VNNI8,
-		gemmQ8_0VNNI9, gemmQ8_0VNNI10, gemmQ8_0VNNI11, gemmQ8_0VNNI12, gemmQ8_0VNNI13, gemmQ8_0VNNI14, gemmQ8_0VNNI15, gemmQ8_0VNNI16},
+// gemmKernels[t][f][c-1] computes tiles of c activation rows; t is 0 for
+// Q4_0, 1 for Q8_0; f is 0 for partial tiles (gathers, masked rows) and 1 for
+// whole tiles of gemmRows rows (loads and an in-register transpose).
+var gemmKernels = [2][2][16]func(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64){
+	{
+		{gemmQ4_0VNNI1, gemmQ4_0VNNI2, gemmQ4_0VNNI3, gemmQ4_0VNNI4, gemmQ4_0VNNI5, gemmQ4_0VNNI6, gemmQ4_0VNNI7, gemmQ4_0VNNI8,
+			gemmQ4_0VNNI9, gemmQ4_0VNNI10, gemmQ4_0VNNI11, gemmQ4_0VNNI12, gemmQ4_0VNNI13, gemmQ4_0VNNI14, gemmQ4_0VNNI15, gemmQ4_0VNNI16},
+		{gemmQ4_0Full1, gemmQ4_0Full2, gemmQ4_0Full3, gemmQ4_0Full4, gemmQ4_0Full5, gemmQ4_0Full6, gemmQ4_0Full7, gemmQ4_0Full8,
+			gemmQ4_0Full9, gemmQ4_0Full10, gemmQ4_0Full11, gemmQ4_0Full12, gemmQ4_0Full13, gemmQ4_0Full14, gemmQ4_0Full15, gemmQ4_0Full16},
+	},
+	{
+		{gemmQ8_0VNNI1, gemmQ8_0VNNI2, gemmQ8_0VNNI3, gemmQ8_0VNNI4, gemmQ8_0VNNI5, gemmQ8_0VNNI6, gemmQ8_0VNNI7, gemmQ8_0VNNI8,
+			gemmQ8_0VNNI9, gemmQ8_0VNNI10, gemmQ8_0VNNI11, gemmQ8_0VNNI12, gemmQ8_0VNNI13, gemmQ8_0VNNI14, gemmQ8_0VNNI15, gemmQ8_0VNNI16},
+		{gemmQ8_0Full1, gemmQ8_0Full2, gemmQ8_0Full3, gemmQ8_0Full4, gemmQ8_0Full5, gemmQ8_0Full6, gemmQ8_0Full7, gemmQ8_0Full8,
+			gemmQ8_0Full9, gemmQ8_0Full10, gemmQ8_0Full11, gemmQ8_0Full12, gemmQ8_0Full13, gemmQ8_0Full14, gemmQ8_0Full15, gemmQ8_0Full16},
+	},
 }
 
 // gemmVNNI is gemmGo for tiles of at most gemmRows weight rows and any
@@ -46,10 +55,14 @@ func gemmVNNI(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 	_ = a.side[((a.nb-1)*a.n+i0+c)*2-1]
 	_ = y[(c-1)*ys+rows-1]
 	mask := uint64(1)<<rows - 1
-	fns := &gemmKernels[0]
+	ti, fi := 0, 0
 	if t == Q8_0 {
-		fns = &gemmKernels[1]
+		ti = 1
 	}
+	if rows == gemmRows {
+		fi = 1
+	}
+	fns := &gemmKernels[ti][fi]
 	for c0 := 0; c0 < c; c0 += gemmCols {
 		cc := min(c-c0, gemmCols)
 		e := i0 + c0

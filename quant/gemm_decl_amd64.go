@@ -5,6 +5,54 @@
 package quant
 
 //go:noescape
+func gemmQ4_0Full1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full2(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full3(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full4(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full5(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full6(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full7(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full8(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full9(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full10(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full11(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full12(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full13(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full14(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ4_0Full16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
 func gemmQ4_0VNNI1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
 
 //go:noescape
@@ -51,6 +99,54 @@ func gemmQ4_0VNNI15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *f
 
 //go:noescape
 func gemmQ4_0VNNI16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full2(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full3(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full4(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full5(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full6(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full7(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full8(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full9(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full10(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full11(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full12(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full13(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full14(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Full16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
 
 //go:noescape
 func gemmQ8_0VNNI1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
