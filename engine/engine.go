@@ -9,10 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"shade/gguf"
 	"shade/model"
 	"shade/sample"
+	"shade/spec"
 	"shade/tokenizer"
 )
 
@@ -20,6 +23,7 @@ import (
 type Engine struct {
 	Model    *model.Model
 	Tok      *tokenizer.Tokenizer
+	Draft    *model.Model // optional draft model for speculative decoding
 	LoadTime time.Duration
 }
 
@@ -42,8 +46,82 @@ func Load(path string, threads int) (*Engine, error) {
 	return &Engine{Model: m, Tok: tok, LoadTime: time.Since(t0)}, nil
 }
 
-// Close releases the model.
-func (e *Engine) Close() error { return e.Model.Close() }
+// Close releases the models.
+func (e *Engine) Close() error {
+	if e.Draft != nil {
+		e.Draft.File.Close() // its pool is the target's
+	}
+	return e.Model.Close()
+}
+
+// LoadDraft loads a draft model for speculative decoding. Its vocabulary
+// must be the target's, token for token, with the same special ids: a
+// mismatch is an error saying how they differ. The draft shares the
+// target's worker pool (the two never run at once).
+func (e *Engine) LoadDraft(path string) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	m, err := model.FromFile(f, e.Model.Pool)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("draft %s: %w", path, err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err == nil {
+		err = SameVocabulary(e.Tok, tok)
+	}
+	if err == nil && m.Config.Vocab != e.Model.Config.Vocab {
+		err = fmt.Errorf("draft LM head has %d rows, target %d", m.Config.Vocab, e.Model.Config.Vocab)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("draft %s: %w", path, err)
+	}
+	if e.Draft != nil {
+		e.Draft.File.Close()
+	}
+	e.Draft = m
+	return nil
+}
+
+// ErrVocabMismatch is wrapped by SameVocabulary's errors.
+var ErrVocabMismatch = errors.New("vocabulary differs from the target's")
+
+// SameVocabulary checks that a draft tokenizer is the target's: same size,
+// same tokens, same BOS/EOS/EOT ids.
+func SameVocabulary(target, draft *tokenizer.Tokenizer) error {
+	if a, b := target.VocabSize(), draft.VocabSize(); a != b {
+		return fmt.Errorf("%w: %d tokens in the draft, %d in the target", ErrVocabMismatch, b, a)
+	}
+	var diffs []string
+	count := 0
+	for id := range int32(target.VocabSize()) {
+		if a, b := target.Piece(id), draft.Piece(id); a != b {
+			if count++; count <= 3 {
+				diffs = append(diffs, fmt.Sprintf("token %d is %q in the target, %q in the draft", id, a, b))
+			}
+		}
+	}
+	if count > 0 {
+		more := ""
+		if count > 3 {
+			more = fmt.Sprintf(" (and %d more)", count-3)
+		}
+		return fmt.Errorf("%w: %s%s", ErrVocabMismatch, strings.Join(diffs, "; "), more)
+	}
+	specials := []struct {
+		name string
+		a, b int32
+	}{{"BOS", target.BOS(), draft.BOS()}, {"EOS", target.EOS(), draft.EOS()}, {"EOT", target.EOT(), draft.EOT()}}
+	for _, sp := range specials {
+		if sp.a != sp.b {
+			return fmt.Errorf("%w: %s is %d in the target, %d in the draft", ErrVocabMismatch, sp.name, sp.a, sp.b)
+		}
+	}
+	return nil
+}
 
 // Request is one generation.
 type Request struct {
@@ -54,6 +132,8 @@ type Request struct {
 	PrefillSize int // rows per prefill batch; ≤ 0: DefaultPrefill
 	// IgnoreEOS keeps generating past end-of-generation tokens.
 	IgnoreEOS bool
+	// Spec configures speculative decoding (Mode Off: plain decoding).
+	Spec spec.Config
 }
 
 // Defaults for Request fields left zero.
@@ -73,6 +153,7 @@ type Stats struct {
 	LoadDuration    time.Duration `json:"load_ns"`
 	ResidentBytes   int64         `json:"resident_bytes"`
 	StopReason      string        `json:"stop_reason"` // "eos", "length", "context", "canceled"
+	Spec            *spec.Stats   `json:"spec,omitempty"`
 	Tokens          []int32       `json:"-"`
 	PromptTokenIDs  []int32       `json:"-"`
 	ContextCapacity int           `json:"context"`
@@ -92,7 +173,9 @@ func (e *Engine) ContextSize(req int) int {
 // Generate runs a request, calling emit with each piece of text as soon as
 // it is complete (a character split across tokens is emitted whole). An
 // emit error or a canceled ctx stops generation; the stats so far are
-// returned with it.
+// returned with it. With r.Spec set (and a draft loaded for the modes that
+// need one), decoding is speculative: the output is the same as without it
+// under greedy sampling, and identically distributed under sampling.
 func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string) error) (Stats, error) {
 	st := Stats{LoadDuration: e.LoadTime}
 	sampler, err := sample.New(r.Sampling)
@@ -111,9 +194,30 @@ func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string)
 	if len(prompt) >= n {
 		return st, fmt.Errorf("engine: %w: %d tokens, context is %d (raise --ctx)", ErrPromptTooLong, len(prompt), n)
 	}
-	s, err := e.Model.NewState(n)
+	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM) {
+		return st, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
+	}
+	// Room for the largest tree in flight past the last committed token.
+	spare := 0
+	if r.Spec.Mode != spec.Off {
+		spare = max(r.Spec.DraftMax, 8) + 1
+	}
+	s, err := e.Model.NewState(n + spare)
 	if err != nil {
 		return st, err
+	}
+	var drafter *spec.ModelDrafter
+	if e.Draft != nil && r.Spec.Mode != spec.Off && r.Spec.Mode != spec.NgramM {
+		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
+			return st, err
+		}
+	}
+	dec, err := spec.NewDecoder(s, sampler, drafter, r.Spec)
+	if err != nil {
+		return st, err
+	}
+	if r.PrefillSize > 0 {
+		dec.Prefill = r.PrefillSize
 	}
 	st.PromptTokens = len(prompt)
 	st.PromptTokenIDs = prompt
@@ -121,102 +225,66 @@ func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string)
 		sampler.Accept(t)
 	}
 
-	vocab := e.Model.Config.Vocab
-	logits := make([]float32, vocab)
 	t0 := time.Now()
-	if err := e.prefill(ctx, s, prompt, r.PrefillSize, logits); err != nil {
+	if err := dec.Start(prompt); err != nil {
 		return st, err
 	}
 	st.PromptDuration = time.Since(t0)
 	st.PromptTPS = rate(len(prompt), st.PromptDuration)
 
-	dec := tokenizer.NewDecoder(e.Tok)
+	detok := tokenizer.NewDecoder(e.Tok)
 	t1 := time.Now()
 	st.StopReason = "length"
-	tok := []int32{0}
+	var out []int32
+loop:
 	for r.MaxTokens <= 0 || st.GenTokens < r.MaxTokens {
 		if err := ctx.Err(); err != nil {
 			st.StopReason = "canceled"
 			break
 		}
-		next := sampler.Sample(logits)
-		if !r.IgnoreEOS && e.Tok.IsEOG(next) {
-			st.StopReason = "eos"
-			break
-		}
-		sampler.Accept(next)
-		st.Tokens = append(st.Tokens, next)
-		st.GenTokens++
-		if text := dec.Add(next); text != "" {
-			if err := emit(text); err != nil {
-				return e.finish(st, t1), err
-			}
-		}
-		if s.Len() >= n {
+		if s.Len()+1 >= n {
 			st.StopReason = "context"
 			break
 		}
-		if r.MaxTokens > 0 && st.GenTokens >= r.MaxTokens {
-			break
+		if out, err = dec.Step(out[:0]); err != nil {
+			return e.finish(st, t1, dec), err
 		}
-		tok[0] = next
-		if err := e.step(s, tok, logits); err != nil {
-			return e.finish(st, t1), err
+		for _, next := range out {
+			if !r.IgnoreEOS && e.Tok.IsEOG(next) {
+				st.StopReason = "eos"
+				break loop
+			}
+			st.Tokens = append(st.Tokens, next)
+			st.GenTokens++
+			if text := detok.Add(next); text != "" {
+				if err := emit(text); err != nil {
+					return e.finish(st, t1, dec), err
+				}
+			}
+			if r.MaxTokens > 0 && st.GenTokens >= r.MaxTokens {
+				break loop
+			}
 		}
 	}
-	if text := dec.Flush(); text != "" {
+	if text := detok.Flush(); text != "" {
 		if err := emit(text); err != nil {
-			return e.finish(st, t1), err
+			return e.finish(st, t1, dec), err
 		}
 	}
-	st = e.finish(st, t1)
+	st = e.finish(st, t1, dec)
 	if st.StopReason == "canceled" {
 		return st, ctx.Err()
 	}
 	return st, nil
 }
 
-func (e *Engine) finish(st Stats, t1 time.Time) Stats {
+func (e *Engine) finish(st Stats, t1 time.Time, dec *spec.Decoder) Stats {
 	st.GenDuration = time.Since(t1)
 	st.GenTPS = rate(st.GenTokens, st.GenDuration)
 	st.ResidentBytes = ResidentBytes()
+	ss := dec.Stats()
+	st.Spec = &ss
 	return st
-}
-
-// prefill runs the prompt in batches and leaves the last row's logits.
-func (e *Engine) prefill(ctx context.Context, s *model.State, prompt []int32, size int, logits []float32) error {
-	if size <= 0 {
-		size = DefaultPrefill
-	}
-	for i := 0; i < len(prompt); i += size {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		chunk := prompt[i:min(i+size, len(prompt))]
-		if err := s.Forward(model.Chain(chunk)); err != nil {
-			return err
-		}
-		if i+size >= len(prompt) {
-			if err := s.Logits([]int{len(chunk) - 1}, logits); err != nil {
-				return err
-			}
-		}
-		if err := s.CommitAll(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// step feeds one token and leaves its logits.
-func (e *Engine) step(s *model.State, tok []int32, logits []float32) error {
-	if err := s.Forward(model.Chain(tok)); err != nil {
-		return err
-	}
-	if err := s.Logits([]int{0}, logits); err != nil {
-		return err
-	}
-	return s.CommitAll()
 }
 
 func rate(n int, d time.Duration) float64 {

@@ -177,3 +177,30 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("bad --batches: exit %d, %q", code, errOut)
 	}
 }
+
+func TestRunSpeculative(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	draft := sharedFile(t, "conformance/stories260K-f16.gguf")
+	_, plain, _ := shade(t, "run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp", "0")
+	for _, mode := range []string{"chain", "tree", "ngram", "auto"} {
+		code, out, errOut := shade(t, "run", "-m", model, "--draft", draft, "--spec", mode, "-p", "Once upon a time", "-n", "48", "--temp", "0", "--stats", "--compare-ar")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, errOut)
+		}
+		if out != plain {
+			t.Errorf("%s: output %q differs from plain decoding %q", mode, out, plain)
+		}
+		for _, want := range []string{"speculation " + mode, "accepted", "speedup"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s: stats lack %q: %s", mode, want, errOut)
+			}
+		}
+	}
+	bad := sharedFile(t, "conformance/llama-tiny-q8_0.gguf")
+	if code, _, errOut := shade(t, "run", "-m", model, "--draft", bad, "-p", "x"); code != 1 || !strings.Contains(errOut, "vocabulary differs") {
+		t.Errorf("mismatched draft: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := shade(t, "run", "-m", model, "--spec", "tree", "-p", "x"); code != 1 || !strings.Contains(errOut, "needs a draft") {
+		t.Errorf("tree without draft: exit %d, %q", code, errOut)
+	}
+}

@@ -13,11 +13,12 @@ import (
 
 	"shade/engine"
 	"shade/sample"
+	"shade/spec"
 	"shade/synth"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--threads N] [--json]", stderr)
+	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--threads N] [--json]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
@@ -33,6 +34,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print the stats line as JSON")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-text tokens")
+	draftPath := fs.String("draft", "", "draft model `file` for speculative decoding (same vocabulary as -m)")
+	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
+	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
+	treeWidth := fs.Int("tree-width", 3, "nodes per level of a draft tree (--spec tree)")
+	treeDepth := fs.Int("tree-depth", 4, "levels of a draft tree (--spec tree)")
+	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
+	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -64,14 +72,45 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := params.Validate(); err != nil {
 		return err
 	}
+	mode := spec.Off
+	if *specMode == "" && *draftPath != "" {
+		mode = spec.Auto
+	} else if *specMode != "" {
+		if mode, err = spec.ParseMode(*specMode); err != nil {
+			return err
+		}
+	}
+	if (mode == spec.Chain || mode == spec.TreeM) && *draftPath == "" {
+		return fmt.Errorf("--spec %v needs a draft model (--draft FILE)", mode)
+	}
+	if *draftMax < 1 || *draftMax > 64 || *treeWidth < 1 || *treeWidth > 16 || *treeDepth < 1 || *treeDepth > 32 {
+		return fmt.Errorf("--draft-max must be in [1, 64], --tree-width in [1, 16], --tree-depth in [1, 32]")
+	}
 	e, err := engine.Load(path, *threads)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	st, err := e.Generate(ctx, engine.Request{
+	if *draftPath != "" {
+		if err := e.LoadDraft(*draftPath); err != nil {
+			return err
+		}
+	}
+	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
-	}, func(text string) error {
+		Spec: spec.Config{Mode: mode, DraftMax: *draftMax, TreeWidth: *treeWidth, TreeDepth: *treeDepth},
+	}
+	var ar *engine.Stats
+	if *compareAR && mode != spec.Off {
+		plain := req
+		plain.Spec = spec.Config{Mode: spec.Off}
+		st, err := e.Generate(ctx, plain, func(string) error { return nil })
+		if err != nil {
+			return fmt.Errorf("autoregressive baseline: %w", err)
+		}
+		ar = &st
+	}
+	st, err := e.Generate(ctx, req, func(text string) error {
 		_, err := io.WriteString(stdout, text)
 		return err
 	})
@@ -80,7 +119,38 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	printRunStats(stderr, st, *seed, *asJSON)
+	if *showStats || ar != nil {
+		printSpecStats(stderr, st, ar, mode)
+	}
 	return nil
+}
+
+func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mode) {
+	s := st.Spec
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "speculation %v: %d steps, %d drafted, %d accepted (rate %.2f), %.2f accepted per step, %.2f tokens per step\n",
+		mode, s.Steps, s.Drafted, s.Accepted, s.AcceptanceRate(), s.MeanAccepted(), float64(s.Generated)/max(float64(s.Steps), 1))
+	if len(s.ByDepth) > 0 {
+		fmt.Fprint(w, "  accepted by draft position:")
+		for i, d := range s.ByDepth {
+			rate := 0.0
+			if d.Drafted > 0 {
+				rate = float64(d.Accepted) / float64(d.Drafted)
+			}
+			fmt.Fprintf(w, " %d: %d/%d (%.2f)", i+1, d.Accepted, d.Drafted, rate)
+		}
+		fmt.Fprintln(w)
+	}
+	total := s.DraftTime + s.VerifyTime + s.OtherTime
+	if total > 0 {
+		fmt.Fprintf(w, "  time: draft %.0f%%, verify %.0f%%, other %.0f%% | %.1f tok/s\n",
+			100*s.DraftTime.Seconds()/total.Seconds(), 100*s.VerifyTime.Seconds()/total.Seconds(), 100*s.OtherTime.Seconds()/total.Seconds(), st.GenTPS)
+	}
+	if ar != nil && ar.GenTPS > 0 {
+		fmt.Fprintf(w, "  autoregressive: %.1f tok/s; speculative: %.1f tok/s; speedup %.2f×\n", ar.GenTPS, st.GenTPS, st.GenTPS/ar.GenTPS)
+	}
 }
 
 func printRunStats(w io.Writer, st engine.Stats, seed int64, asJSON bool) {
