@@ -31,13 +31,15 @@ type controller struct {
 	verify1    float64    // seconds of a one-row verify
 	verifyRow  float64    // seconds per extra verify row
 	sinceProbe [3]int
+	probeGap   [3]int // plain steps between probes; doubles while probes fail
 	sincePlain int
 }
 
 const (
-	decay      = 0.9
-	probeEvery = 16 // plain steps between one-token probes of a poor drafter
-	plainEvery = 64 // drafted steps between plain ones that re-measure a
+	decay       = 0.9
+	probeEvery  = 16  // plain steps before the first one-token probe of a poor drafter
+	maxProbeGap = 256 // the gap doubles up to this while probes keep failing
+	plainEvery  = 64  // drafted steps between plain ones that re-measure a
 )
 
 func (c *controller) init(maxLen int) {
@@ -54,7 +56,10 @@ func ewma(old, x float64) float64 {
 	return 0.8*old + 0.2*x
 }
 
-func (c *controller) observe(drafted, accepted int, draft, verify time.Duration, kind draftKind) {
+// observe records one step. catchup is how many tokens the draft model had
+// to feed before drafting: a long catch-up (after steps it sat out) is a
+// one-off cost, not what drafting costs per token, so it is not measured.
+func (c *controller) observe(drafted, accepted int, draft, verify time.Duration, kind draftKind, catchup int) {
 	v := verify.Seconds()
 	c.sincePlain++
 	if drafted == 0 {
@@ -64,7 +69,7 @@ func (c *controller) observe(drafted, accepted int, draft, verify time.Duration,
 	if c.verify1 > 0 {
 		c.verifyRow = ewma(c.verifyRow, max(0, (v-c.verify1)/float64(drafted)))
 	}
-	if kind == draftModel {
+	if kind == draftModel && catchup <= 2 {
 		c.draftTok = ewma(c.draftTok, draft.Seconds()/float64(drafted))
 	}
 	c.succ[kind] = decay*c.succ[kind] + float64(accepted)
@@ -89,13 +94,19 @@ func (c *controller) best(kind draftKind, perToken float64, limit int) int {
 			bestK, bestRate = k, rate
 		}
 	}
-	if bestK == 0 {
-		if c.sinceProbe[kind]++; c.sinceProbe[kind] >= probeEvery {
-			c.sinceProbe[kind] = 0
-			return min(1, limit)
-		}
+	if bestK > 0 {
+		c.probeGap[kind] = probeEvery
+		return bestK
 	}
-	return bestK
+	if c.probeGap[kind] == 0 {
+		c.probeGap[kind] = probeEvery
+	}
+	if c.sinceProbe[kind]++; c.sinceProbe[kind] >= c.probeGap[kind] {
+		c.sinceProbe[kind] = 0
+		c.probeGap[kind] = min(2*c.probeGap[kind], maxProbeGap)
+		return min(1, limit)
+	}
+	return 0
 }
 
 // plainStep reports whether this step should draft nothing, to measure the

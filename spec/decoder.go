@@ -238,7 +238,11 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	d.stats.DraftTime += t1.Sub(t0)
 	d.stats.VerifyTime += t2.Sub(t1)
 	d.stats.OtherTime += t3.Sub(t2)
-	d.ctl.observe(n, len(path), t1.Sub(t0), t2.Sub(t1), d.lastDraftKind)
+	catchup := 0
+	if d.lastDraftKind == draftModel {
+		catchup = d.draft.catchup
+	}
+	d.ctl.observe(n, len(path), t1.Sub(t0), t2.Sub(t1), d.lastDraftKind, catchup)
 	return out, nil
 }
 

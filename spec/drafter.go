@@ -26,6 +26,7 @@ type ModelDrafter struct {
 	sampler *sample.Sampler
 
 	seen    []int32 // tokens whose KV is committed in s
+	catchup int     // tokens the last Draft fed before drafting
 	fed     []bool  // per node of the last draft: has a KV row in s
 	nodeRow []int32 // per node: its row in s's tree in flight
 	rootRow int32   // row of the pending token in s's tree
@@ -91,6 +92,7 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 	}
 	d.seen = d.seen[:common]
 	feed := ctx[common:]
+	d.catchup = len(feed)
 	if common+len(feed)+shape.Max+1 > d.s.Cache.Cap() {
 		return fmt.Errorf("spec: draft context full (%d tokens)", d.s.Cache.Cap())
 	}

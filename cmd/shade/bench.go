@@ -11,13 +11,18 @@ import (
 	"strings"
 
 	"shade/bench"
+	"shade/engine"
 	"shade/model"
 	"shade/quant"
+	"shade/spec"
 	"shade/synth"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]", stderr)
+	if len(args) > 0 && args[0] == "spec" {
+		return cmdBenchSpec(ctx, args[1:], stdout, stderr)
+	}
+	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)", stderr)
 	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
@@ -118,4 +123,75 @@ func benchModel(stderr io.Writer) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--modes off,chain,tree,ngram,auto] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
+	modelPath := fs.String("m", "", "target model `file`")
+	draftPath := fs.String("draft", "", "draft model `file` (chain and tree modes need one)")
+	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare; off (plain decoding) always runs first as the baseline")
+	n := fs.Int("n", 64, "tokens generated per prompt")
+	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: five built-in prompts: story, math, code, chat)")
+	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
+	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
+	treeWidth := fs.Int("tree-width", 3, "nodes per tree level")
+	treeDepth := fs.Int("tree-depth", 4, "tree levels")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *modelPath == "" {
+		fs.Usage()
+		return errUsage
+	}
+	var ms []spec.Mode
+	for _, name := range strings.Split(*modes, ",") {
+		m, err := spec.ParseMode(strings.TrimSpace(name))
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+	}
+	var prompts []string
+	if *promptsPath != "" {
+		if prompts, err = bench.LoadPrompts(*promptsPath); err != nil {
+			return err
+		}
+	}
+	e, err := engine.Load(*modelPath, *threads)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if *draftPath != "" {
+		if err := e.LoadDraft(*draftPath); err != nil {
+			return err
+		}
+	}
+	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n,
+		DraftMax: *draftMax, TreeWidth: *treeWidth, TreeDepth: *treeDepth,
+		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", *modelPath, orDash(nonEmpty(*draftPath)), rep.Prompts, rep.Tokens)
+	fmt.Fprintln(stdout, "mode      tok/s   speedup  acceptance  accepted/step  tokens/step  draft time  same output")
+	for _, r := range rep.Results {
+		fmt.Fprintf(stdout, "%-6s %8.2f   %6.2f×  %10.2f  %13.2f  %11.2f  %9.0f%%  %v\n",
+			r.Mode, r.TokPerS, r.Speedup, r.Acceptance, r.AcceptedPerStp, r.TokensPerStep, 100*r.DraftShare, r.Lossless)
+	}
+	return nil
+}
+
+func nonEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -204,3 +204,35 @@ func TestRunSpeculative(t *testing.T) {
 		t.Errorf("tree without draft: exit %d, %q", code, errOut)
 	}
 }
+
+func TestBenchSpec(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	draft := sharedFile(t, "conformance/stories260K-f16.gguf")
+	code, out, errOut := shade(t, "bench", "spec", "-m", model, "--draft", draft, "-n", "24", "--modes", "chain,tree,ngram,auto", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Results []struct {
+			Mode       string  `json:"mode"`
+			TokPerS    float64 `json:"tok_per_s"`
+			Speedup    float64 `json:"speedup_vs_ar"`
+			Acceptance float64 `json:"acceptance"`
+			Lossless   bool    `json:"same_output_as_ar"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 5 || rep.Results[0].Mode != "off" || rep.Results[0].Speedup != 1 {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if !r.Lossless || r.TokPerS <= 0 {
+			t.Errorf("%s: %+v", r.Mode, r)
+		}
+	}
+	if rep.Results[1].Acceptance < 0.9 { // chain with a draft equal to the target up to F16 rounding
+		t.Errorf("chain acceptance %.2f", rep.Results[1].Acceptance)
+	}
+}

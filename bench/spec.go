@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+
+	"shade/engine"
+	"shade/sample"
+	"shade/spec"
+)
+
+// SpecOptions configure RunSpec.
+type SpecOptions struct {
+	Modes     []spec.Mode // default: off, chain, tree, ngram, auto
+	Prompts   []string    // default: DefaultPrompts
+	Tokens    int         // generated per prompt (default 64)
+	DraftMax  int
+	TreeWidth int
+	TreeDepth int
+	Progress  func(what string)
+}
+
+// DefaultPrompts cover the seed papers' task kinds: story, math, code, chat.
+var DefaultPrompts = []string{
+	"Once upon a time, there was a little dog named Max.",
+	"Lily and Ben went to the park with their mom. They saw",
+	"Question: Tom has 3 apples and buys 5 more. How many apples does he have? Answer:",
+	"def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+	"Summarize: The meeting covered the budget, the new hires and the launch date.",
+}
+
+// LoadPrompts reads the "prompt" field of each line of a JSONL file.
+func LoadPrompts(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var rec struct {
+			Prompt string `json:"prompt"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Prompt == "" {
+			return nil, fmt.Errorf("%s:%d: want a JSON object with a \"prompt\" string", path, line)
+		}
+		out = append(out, rec.Prompt)
+	}
+	return out, sc.Err()
+}
+
+// SpecResult is one mode's outcome over all prompts.
+type SpecResult struct {
+	Mode           string  `json:"mode"`
+	TokPerS        float64 `json:"tok_per_s"` // median over prompts
+	Speedup        float64 `json:"speedup_vs_ar"`
+	Acceptance     float64 `json:"acceptance"` // accepted ÷ drafted, all prompts
+	AcceptedPerStp float64 `json:"accepted_per_step"`
+	TokensPerStep  float64 `json:"tokens_per_step"`
+	DraftShare     float64 `json:"draft_time_share"`
+	Lossless       bool    `json:"same_output_as_ar"`
+}
+
+// SpecReport is what RunSpec measured.
+type SpecReport struct {
+	Prompts int          `json:"prompts"`
+	Tokens  int          `json:"tokens_per_prompt"`
+	Results []SpecResult `json:"results"`
+}
+
+// RunSpec generates Tokens greedy tokens for every prompt in every mode, in
+// one run, and reports each mode's median speed against plain decoding
+// (mode off), its acceptance, and whether its output equals plain decoding's
+// (it must: greedy speculation is lossless).
+func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, error) {
+	if len(o.Modes) == 0 {
+		o.Modes = []spec.Mode{spec.Off, spec.Chain, spec.TreeM, spec.NgramM, spec.Auto}
+	}
+	if !slices.Contains(o.Modes, spec.Off) {
+		o.Modes = append([]spec.Mode{spec.Off}, o.Modes...)
+	}
+	if len(o.Prompts) == 0 {
+		o.Prompts = DefaultPrompts
+	}
+	if o.Tokens <= 0 {
+		o.Tokens = 64
+	}
+	rep := SpecReport{Prompts: len(o.Prompts), Tokens: o.Tokens}
+	reference := make([][]int32, len(o.Prompts))
+	var arTPS float64
+	for _, mode := range o.Modes {
+		if e.Draft == nil && (mode == spec.Chain || mode == spec.TreeM) {
+			continue
+		}
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf("spec: %v over %d prompts", mode, len(o.Prompts)))
+		}
+		res := SpecResult{Mode: mode.String(), Lossless: true}
+		var tps []float64
+		var total spec.Stats
+		for i, p := range o.Prompts {
+			st, err := e.Generate(ctx, engine.Request{
+				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true,
+				Spec: spec.Config{Mode: mode, DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth},
+			}, func(string) error { return nil })
+			if err != nil {
+				return rep, fmt.Errorf("bench spec: %v: %w", mode, err)
+			}
+			tps = append(tps, st.GenTPS)
+			if mode == spec.Off {
+				reference[i] = st.Tokens
+			} else if !slices.Equal(st.Tokens, reference[i]) {
+				res.Lossless = false
+			}
+			if s := st.Spec; s != nil {
+				total.Steps += s.Steps
+				total.Drafted += s.Drafted
+				total.Accepted += s.Accepted
+				total.Generated += s.Generated
+				total.DraftTime += s.DraftTime
+				total.VerifyTime += s.VerifyTime
+				total.OtherTime += s.OtherTime
+			}
+		}
+		res.TokPerS = median(tps)
+		if mode == spec.Off {
+			arTPS = res.TokPerS
+		}
+		if arTPS > 0 {
+			res.Speedup = res.TokPerS / arTPS
+		}
+		res.Acceptance = total.AcceptanceRate()
+		res.AcceptedPerStp = total.MeanAccepted()
+		if total.Steps > 0 {
+			res.TokensPerStep = float64(total.Generated) / float64(total.Steps)
+		}
+		if all := total.DraftTime + total.VerifyTime + total.OtherTime; all > 0 {
+			res.DraftShare = total.DraftTime.Seconds() / all.Seconds()
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
