@@ -2,4 +2,4 @@ module shade
 
 go 1.26.8
 
-require golang.org/x/sys v0.50.0 // indirect
+require golang.org/x/sys v0.50.0
