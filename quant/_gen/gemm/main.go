@@ -256,6 +256,11 @@ func fullKernel(p func(string, ...any), typ string, c int) {
 	}
 	p("")
 	p("loop_%s:", name)
+	// Sixteen rows are more streams than the hardware prefetchers follow:
+	// without this, decode reads about half as fast.
+	for j := 0; j < 16; j++ {
+		p("\tPREFETCHT0 %s", rowAddr(prefetchBlocks*blockBytes, j))
+	}
 	p("\tKMOVW K1, K2")
 	p("\tVPGATHERDD (SI)(Z8*1), K2, Z9")
 	var w []string
@@ -330,6 +335,11 @@ func fullKernel(p func(string, ...any), typ string, c int) {
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
+
+// prefetchBlocks is how many blocks ahead in each row the full kernels
+// prefetch (measured on Zen 4: 8, 14 and 28 blocks were tried; 14 was best
+// for both types).
+const prefetchBlocks = 14
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
