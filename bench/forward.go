@@ -30,6 +30,8 @@ type ForwardResult struct {
 	MsPerPass float64 `json:"ms_per_pass"`
 	TokPerS   float64 `json:"tok_per_s"`
 	CostVsOne float64 `json:"cost_vs_batch1"` // time of this pass / time of a one-row pass
+	GMACs     float64 `json:"g_mac_per_s"`    // matrix multiply-adds per second
+	PeakFrac  float64 `json:"int8_peak_fraction"`
 }
 
 // Report is everything one run of Run measured.
@@ -41,6 +43,7 @@ type Report struct {
 	WeightBytes   int64           `json:"weight_bytes"`
 	BytesPerToken int64           `json:"decode_bytes_per_token"`
 	Bandwidth     BandwidthResult `json:"bandwidth"`
+	Int8Peak      Int8Peak        `json:"int8_peak"`
 	DecodeTokPerS float64         `json:"decode_tok_per_s"`
 	DecodeGBps    float64         `json:"decode_gb_per_s"`
 	RooflineTokS  float64         `json:"roofline_tok_per_s"`
@@ -160,7 +163,8 @@ func Run(m *model.Model, o Options) (Report, error) {
 		if b == 1 {
 			oneRow = sec
 		}
-		fr := ForwardResult{Batch: b, MsPerPass: sec * 1e3, TokPerS: float64(b) / sec}
+		macs := float64(b)*float64(m.LayerMACs()) + float64(m.HeadMACs())
+		fr := ForwardResult{Batch: b, MsPerPass: sec * 1e3, TokPerS: float64(b) / sec, GMACs: macs / sec / 1e9}
 		if oneRow > 0 {
 			fr.CostVsOne = sec / oneRow
 		}
@@ -170,6 +174,13 @@ func Run(m *model.Model, o Options) (Report, error) {
 
 	// The bandwidth probe runs last, right after the model's own streaming,
 	// on the same threads count.
+	say("int8 peak: %d threads", r.Threads)
+	r.Int8Peak = MeasureInt8Peak(r.Threads, o.Reps)
+	if r.Int8Peak.GMACs > 0 {
+		for i := range r.Forward {
+			r.Forward[i].PeakFrac = r.Forward[i].GMACs / r.Int8Peak.GMACs
+		}
+	}
 	if !o.SkipBandwidth {
 		say("memory bandwidth: %d threads, 1-8 streams each", r.Threads)
 		r.Bandwidth = MemoryBandwidth(r.Threads, o.BandwidthSize, o.Reps)

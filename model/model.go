@@ -71,3 +71,14 @@ func (m *Model) DecodeBytes() int64 {
 	}
 	return n + int64(len(m.Weights.Embed.Data)/m.Config.Vocab)
 }
+
+// LayerMACs is the multiply-adds of every layer's matrices for one token
+// (attention over the cache not counted).
+func (m *Model) LayerMACs() int64 {
+	c := m.Config
+	per := int64(c.Dim) * int64(2*c.QDim()+2*c.KVDim()+3*c.FFN)
+	return per * int64(c.Layers)
+}
+
+// HeadMACs is the multiply-adds of the LM head for one row of logits.
+func (m *Model) HeadMACs() int64 { return int64(m.Config.Dim) * int64(m.Config.Vocab) }

@@ -85,9 +85,12 @@ func printBench(w io.Writer, r *bench.Report) {
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights = %.0f%% of the %.1f tok/s roofline\n",
 		r.DecodeTokPerS, r.DecodeGBps, 100*r.RooflineFrac, r.RooflineTokS)
-	fmt.Fprintln(w, "forward     batch   ms/pass     tok/s   cost vs batch 1")
+	if p := r.Int8Peak; p.GMACs > 0 {
+		fmt.Fprintf(w, "int8 peak   %.0f G multiply-adds/s (%s, %d threads)\n", p.GMACs, p.Instruction, p.Threads)
+	}
+	fmt.Fprintln(w, "forward     batch   ms/pass     tok/s   cost vs batch 1   G MAC/s   of int8 peak")
 	for _, f := range r.Forward {
-		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne)
+		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×          %7.1f   %5.1f%%\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne, f.GMACs, 100*f.PeakFrac)
 	}
 }
 
