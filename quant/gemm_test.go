@@ -44,6 +44,37 @@ func BenchmarkMatMulGemm(b *testing.B) {
 	}
 }
 
+// BenchmarkMatMulDRAM sweeps a matrix far larger than the caches (an LM
+// head, 128256x2048), with the gemm kernels and without them (the per-row
+// dot kernels), as a decode step does: MB/s is the weights' read rate.
+func BenchmarkMatMulDRAM(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := par.New(2)
+	defer p.Close()
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		rows, cols := 128256, 2048
+		m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+		for _, mode := range []string{"gemm", "dot"} {
+			for _, n := range []int{1, 16} {
+				b.Run(fmt.Sprintf("%v/%s/n=%d", typ, mode, n), func(b *testing.B) {
+					saved := k.gemm
+					if mode == "dot" {
+						k.gemm = nil
+					}
+					defer func() { k.gemm = saved }()
+					x := testData(rng, n*cols)
+					y := make([]float32, n*rows)
+					var buf Scratch
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						MatMul(p, m, x, n, y, &buf)
+					}
+				})
+			}
+		}
+	}
+}
+
 // randomWeights returns rows rows of cols values of typ with arbitrary
 // quant bytes (including Q8_0's -128, which quantizers never write) and
 // block scales between 2^-8 and 2, half of them negative.
