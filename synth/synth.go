@@ -21,8 +21,8 @@
 // its target little (every block matters as much as any other), so Options
 // can scale down the blocks from TailFrom = K on (TailScale), which sets how
 // often the K-layer draft agrees. Measured greedy agreement (Agreement,
-// teacher-forced over 256–384 random tokens, Q4_0 or Q8_0 as noted; logit
-// std stays ≈ 3.0 whatever the scale):
+// teacher-forced over 256–384 random tokens; the tiny shape Q8_0, the
+// others Q4_0; logit std stays ≈ 3.0 whatever the scale):
 //
 //	TailScale                       1     0.5   0.3   0.2   0.15  0.1   0.05  0
 //	8 × 64 tiny, 512 tokens, K=2    0.29  –     0.72  –     –     –     0.95  1
