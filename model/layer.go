@@ -40,8 +40,8 @@ func (s *State) layer(l int, w *Layer) {
 		s.rope(i, q, c.Heads)
 		s.rope(i, k, c.KVHeads)
 		slot := s.base + s.first + i
-		toF16(s.Cache.K(l, slot), k)
-		toF16(s.Cache.V(l, slot), v)
+		quant.ToF16(s.Cache.K(l, slot), k)
+		quant.ToF16(s.Cache.V(l, slot), v)
 	}
 
 	s.attention(l)
@@ -107,38 +107,30 @@ func (s *State) attendRange(lo, hi int) {
 
 // attendOne is ggml's CPU flash attention over an F16 cache, step for step,
 // so that results round as llama.cpp's do: the query is rounded to F16, each
-// score is an F16·F16 dot product summed in float, the softmax runs online,
-// and the weighted sum of values accumulates in F16.
+// score is an F16·F16 dot product, the softmax runs online, and the
+// weighted sum of values accumulates in F16.
 func (s *State) attendOne(l, row, h int, scratch []float32) {
 	c := s.cfg
 	hd := c.HeadDim
 	kvh := h / (c.Heads / c.KVHeads)
-	q := s.q[row*c.QDim()+h*hd : row*c.QDim()+(h+1)*hd]
 	qh, acc := scratch[:hd], scratch[hd:2*hd]
-	for i, v := range q {
-		qh[i] = roundF16(v)
-	}
+	copy(qh, s.q[row*c.QDim()+h*hd:row*c.QDim()+(h+1)*hd])
+	quant.RoundF16(qh)
 	clear(acc)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	maxScore := float32(math.Inf(-1))
 	var sum float32
 	attend := func(slot int) {
-		k := s.Cache.K(l, slot)[kvh*hd : (kvh+1)*hd]
-		score := dotF16(qh, k) * scale
+		score := quant.DotF16(qh, s.Cache.K(l, slot)[kvh*hd:(kvh+1)*hd]) * scale
 		ms, vs := float32(1), float32(1)
 		if score > maxScore {
 			ms = float32(math.Exp(float64(maxScore - score)))
 			maxScore = score
-			for i := range acc {
-				acc[i] = roundF16(acc[i] * ms)
-			}
+			quant.ScaleF16(acc, ms)
 		} else {
 			vs = float32(math.Exp(float64(score - maxScore)))
 		}
-		v := s.Cache.V(l, slot)[kvh*hd : (kvh+1)*hd]
-		for i := range acc {
-			acc[i] = roundF16(acc[i] + quant.F16ToF32(v[i])*vs)
-		}
+		quant.MadF16(acc, s.Cache.V(l, slot)[kvh*hd:(kvh+1)*hd], vs)
 		sum = sum*ms + vs
 	}
 	for slot := 0; slot < s.base; slot++ {
@@ -158,23 +150,6 @@ func (s *State) attendOne(l, row, h int, scratch []float32) {
 	for i := range out {
 		out[i] = acc[i] * inv
 	}
-}
-
-func roundF16(x float32) float32 { return quant.F16ToF32(quant.F32ToF16(x)) }
-
-func toF16(dst []uint16, src []float32) {
-	for i, v := range src {
-		dst[i] = quant.F32ToF16(v)
-	}
-}
-
-// dotF16 is ggml_vec_dot_f16 of a query already rounded to F16 with a key.
-func dotF16(q []float32, k []uint16) float32 {
-	var sum float64
-	for i, x := range k {
-		sum += float64(q[i] * quant.F16ToF32(x))
-	}
-	return float32(sum)
 }
 
 // rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).

@@ -22,6 +22,12 @@ type kernelSet struct {
 	// gemm, when set, computes MatMul on Q4_0 and Q8_0 weights for every n
 	// (gemmGo in gemm.go defines its results); nil in the generic set.
 	gemm func(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int)
+
+	// Half-precision vector kernels of attention over an F16 KV cache
+	// (see f16vec.go for their definitions).
+	madF16   func(acc []float32, v []uint16, s float32)
+	scaleF16 func(acc []float32, s float32)
+	toF16    func(dst []uint16, src []float32)
 }
 
 var genericKernels = kernelSet{
@@ -35,6 +41,9 @@ var genericKernels = kernelSet{
 	dotF32:       dotF32FloatsGo,
 	quantizeQ8_0: quantizeQ8_0,
 	quantizeQ8_K: quantizeQ8_K,
+	madF16:       madF16Go,
+	scaleF16:     scaleF16Go,
+	toF16:        toF16Go,
 }
 
 // archKernels is the best set for this machine, or nil when there is none
