@@ -111,14 +111,17 @@ type Decoder struct {
 	ctl           controller
 	lastDraftKind draftKind
 
-	ctx     []int32 // accepted text; its last token is the pending one
-	tree    Tree
-	path    []int32
-	rows    []int
-	logits  []float32
-	batch   model.Batch
-	stats   Stats
-	Prefill int // rows per prefill pass (default 256)
+	ctx    []int32 // accepted text; its last token is the pending one
+	tree   Tree
+	path   []int32
+	rows   []int
+	logits []float32
+	batch  model.Batch
+
+	predicted  []int     // rows whose logits predLogits holds
+	predLogits []float32 // (len(predicted), vocab)
+	stats      Stats
+	Prefill    int // rows per prefill pass (default 256)
 }
 
 // NewDecoder sets up decoding on a target state. draft may be nil when the
@@ -192,6 +195,9 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	if err := d.target.Forward(d.batch); err != nil {
 		return out, err
 	}
+	if err := d.predictLogits(); err != nil {
+		return out, err
+	}
 	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
 	d.path = path
 	if err != nil {
@@ -246,7 +252,43 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	return out, nil
 }
 
+// predictLogits computes, in one LM-head pass, the logits of the rows on
+// the draft's own best path (the pending token, its first child, that
+// node's first child, …): the rows verification will most likely need. One
+// pass over the LM head weights for all of them costs about what one row
+// does when decoding is memory-bound; rows off that path are computed on
+// demand, so the LM head still never runs on rows nobody asked for.
+func (d *Decoder) predictLogits() error {
+	d.predicted = d.predicted[:0]
+	for row, node := 0, int32(-1); ; {
+		d.predicted = append(d.predicted, row)
+		next := int32(-1)
+		for i, p := range d.tree.Parent {
+			if p == node {
+				next = int32(i)
+				break
+			}
+		}
+		if next < 0 {
+			break
+		}
+		node, row = next, int(next)+1
+	}
+	vocab := len(d.logits)
+	if need := len(d.predicted) * vocab; cap(d.predLogits) < need {
+		d.predLogits = make([]float32, need)
+	}
+	d.predLogits = d.predLogits[:len(d.predicted)*vocab]
+	return d.target.Logits(d.predicted, d.predLogits)
+}
+
 func (d *Decoder) rowLogits(row int) ([]float32, error) {
+	vocab := len(d.logits)
+	for k, r := range d.predicted {
+		if r == row {
+			return d.predLogits[k*vocab : (k+1)*vocab], nil
+		}
+	}
 	d.rows = append(d.rows[:0], row)
 	if err := d.target.Logits(d.rows, d.logits); err != nil {
 		return nil, err
