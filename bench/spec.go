@@ -78,16 +78,16 @@ type SpecReport struct {
 }
 
 // RunSpec generates Tokens greedy tokens for every prompt in every mode, in
-// one run, and reports each mode's median speed against plain decoding
-// (mode off), its acceptance, and whether its output equals plain decoding's
-// (it must: greedy speculation is lossless).
+// one run, modes alternating prompt by prompt, and reports each mode's
+// median speed, its median speedup over plain decoding (mode off) on the
+// same prompts, its acceptance, and whether its output equals plain
+// decoding's (it must: greedy speculation is lossless).
 func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, error) {
 	if len(o.Modes) == 0 {
 		o.Modes = []spec.Mode{spec.Off, spec.Chain, spec.TreeM, spec.NgramM, spec.Auto}
 	}
-	if !slices.Contains(o.Modes, spec.Off) {
-		o.Modes = append([]spec.Mode{spec.Off}, o.Modes...)
-	}
+	o.Modes = slices.DeleteFunc(slices.Clone(o.Modes), func(m spec.Mode) bool { return m == spec.Off })
+	o.Modes = append([]spec.Mode{spec.Off}, o.Modes...)
 	if len(o.Prompts) == 0 {
 		o.Prompts = DefaultPrompts
 	}
@@ -95,19 +95,27 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		o.Tokens = 64
 	}
 	rep := SpecReport{Prompts: len(o.Prompts), Tokens: o.Tokens}
-	reference := make([][]int32, len(o.Prompts))
-	var arTPS float64
-	for _, mode := range o.Modes {
-		if e.Draft == nil && (mode == spec.Chain || mode == spec.TreeM) {
+	var modes []spec.Mode
+	for _, m := range o.Modes {
+		if e.Draft == nil && (m == spec.Chain || m == spec.TreeM) {
 			continue
 		}
+		modes = append(modes, m)
+	}
+	// Modes alternate within each prompt, so that a shared machine's
+	// changing load falls on all of them alike.
+	tps := make([][]float64, len(modes))
+	totals := make([]spec.Stats, len(modes))
+	results := make([]SpecResult, len(modes))
+	for j, mode := range modes {
+		results[j] = SpecResult{Mode: mode.String(), Lossless: true}
+	}
+	for i, p := range o.Prompts {
 		if o.Progress != nil {
-			o.Progress(fmt.Sprintf("spec: %v over %d prompts", mode, len(o.Prompts)))
+			o.Progress(fmt.Sprintf("spec: prompt %d of %d, modes %v", i+1, len(o.Prompts), modes))
 		}
-		res := SpecResult{Mode: mode.String(), Lossless: true}
-		var tps []float64
-		var total spec.Stats
-		for i, p := range o.Prompts {
+		var reference []int32
+		for j, mode := range modes {
 			st, err := e.Generate(ctx, engine.Request{
 				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true,
 				Spec: spec.Config{Mode: mode, DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth},
@@ -115,29 +123,34 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 			if err != nil {
 				return rep, fmt.Errorf("bench spec: %v: %w", mode, err)
 			}
-			tps = append(tps, st.GenTPS)
+			tps[j] = append(tps[j], st.GenTPS)
 			if mode == spec.Off {
-				reference[i] = st.Tokens
-			} else if !slices.Equal(st.Tokens, reference[i]) {
-				res.Lossless = false
+				reference = st.Tokens
+			} else if !slices.Equal(st.Tokens, reference) {
+				results[j].Lossless = false
 			}
 			if s := st.Spec; s != nil {
-				total.Steps += s.Steps
-				total.Drafted += s.Drafted
-				total.Accepted += s.Accepted
-				total.Generated += s.Generated
-				total.DraftTime += s.DraftTime
-				total.VerifyTime += s.VerifyTime
-				total.OtherTime += s.OtherTime
+				t := &totals[j]
+				t.Steps += s.Steps
+				t.Drafted += s.Drafted
+				t.Accepted += s.Accepted
+				t.Generated += s.Generated
+				t.DraftTime += s.DraftTime
+				t.VerifyTime += s.VerifyTime
+				t.OtherTime += s.OtherTime
 			}
 		}
-		res.TokPerS = median(tps)
-		if mode == spec.Off {
-			arTPS = res.TokPerS
+	}
+	for j := range modes {
+		res, total := &results[j], &totals[j]
+		res.TokPerS = median(tps[j])
+		// The speedup is the median of per-prompt ratios: each ratio
+		// compares runs made back to back.
+		var ratios []float64
+		for i := range tps[j] {
+			ratios = append(ratios, tps[j][i]/tps[0][i])
 		}
-		if arTPS > 0 {
-			res.Speedup = res.TokPerS / arTPS
-		}
+		res.Speedup = median(ratios)
 		res.Acceptance = total.AcceptanceRate()
 		res.AcceptedPerStp = total.MeanAccepted()
 		if total.Steps > 0 {
@@ -146,7 +159,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		if all := total.DraftTime + total.VerifyTime + total.OtherTime; all > 0 {
 			res.DraftShare = total.DraftTime.Seconds() / all.Seconds()
 		}
-		rep.Results = append(rep.Results, res)
+		rep.Results = append(rep.Results, *res)
 	}
 	return rep, nil
 }
