@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"shade/model"
+	"shade/sample"
+	"shade/spec"
+	"shade/tokenizer"
+)
+
+// Session is one generation run step by step, for callers that interleave
+// several generations on one engine (the server's scheduler preempts a
+// background session between two steps and resumes it later, its KV cache
+// kept). Generate is the one-call form; a Session gives the same tokens for
+// the same Request. A Session is not safe for concurrent use, and no two
+// sessions of one Engine may Step at the same time (they share the worker
+// pool); sessions may be paused for any time between steps.
+type Session struct {
+	e       *Engine
+	r       Request
+	prompt  []int32
+	n       int // context capacity
+	state   *model.State
+	sampler *sample.Sampler
+	dec     *spec.Decoder
+	detok   *tokenizer.Decoder
+	out     []int32
+	st      Stats
+	started bool
+	done    bool
+	genTime time.Duration // decode time spent in Step, excluding pauses
+}
+
+// NewSession tokenizes and checks a request and allocates its state (the
+// KV cache); nothing runs until the first Step. If prompt is non-nil it is
+// used as the prompt's tokens and r.Prompt is ignored (chat templates
+// tokenize their own text). Errors wrapping ErrPromptTooLong mean the prompt
+// does not fit the context.
+func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
+	sampler, err := sample.New(r.Sampling)
+	if err != nil {
+		return nil, err
+	}
+	if prompt == nil {
+		if prompt, err = e.Tok.Encode(r.Prompt, true, true); err != nil {
+			return nil, fmt.Errorf("engine: prompt: %w", err)
+		}
+	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("engine: empty prompt (the tokenizer adds no BOS for this model)")
+	}
+	for _, t := range prompt {
+		if t < 0 || int(t) >= e.Tok.VocabSize() {
+			return nil, fmt.Errorf("engine: prompt token %d out of range [0, %d)", t, e.Tok.VocabSize())
+		}
+	}
+	n := e.ContextSize(r.Ctx)
+	if len(prompt) >= n {
+		return nil, fmt.Errorf("engine: %w: %d tokens, context is %d", ErrPromptTooLong, len(prompt), n)
+	}
+	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM) {
+		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
+	}
+	spare := 0
+	if r.Spec.Mode != spec.Off {
+		spare = max(r.Spec.DraftMax, 8) + 1
+	}
+	s, err := e.Model.NewState(n + spare)
+	if err != nil {
+		return nil, err
+	}
+	var drafter *spec.ModelDrafter
+	if e.Draft != nil && r.Spec.Mode != spec.Off && r.Spec.Mode != spec.NgramM {
+		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
+			return nil, err
+		}
+	}
+	dec, err := spec.NewDecoder(s, sampler, drafter, r.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if r.PrefillSize > 0 {
+		dec.Prefill = r.PrefillSize
+	}
+	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
+		detok: tokenizer.NewDecoder(e.Tok)}
+	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt}
+	return ss, nil
+}
+
+// PromptTokens is the prompt's length in tokens.
+func (s *Session) PromptTokens() int { return len(s.prompt) }
+
+// Done reports whether the session has finished (Step returned done or an error).
+func (s *Session) Done() bool { return s.done }
+
+// Step runs the prefill on its first call and one decoding step (one or
+// more tokens, speculative or not) on each later call, passing each piece
+// of complete text to emit. It returns done once a stop condition holds
+// (StopReason in Stats says which); after that Step does nothing. A
+// canceled ctx stops the session with StopReason "canceled" and ctx's error.
+func (s *Session) Step(ctx context.Context, emit func(text string) error) (done bool, err error) {
+	if s.done {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		s.st.StopReason = "canceled"
+		s.finish()
+		return true, err
+	}
+	if !s.started {
+		s.started = true
+		for _, t := range s.prompt {
+			s.sampler.Accept(t)
+		}
+		t0 := time.Now()
+		if err := s.dec.Start(s.prompt); err != nil {
+			s.finish()
+			return true, err
+		}
+		s.st.PromptDuration = time.Since(t0)
+		s.st.PromptTPS = rate(len(s.prompt), s.st.PromptDuration)
+		s.st.StopReason = "length"
+		return s.stopped(), nil
+	}
+	t0 := time.Now()
+	defer func() { s.genTime += time.Since(t0) }()
+	if s.out, err = s.dec.Step(s.out[:0]); err != nil {
+		s.finish()
+		return true, err
+	}
+	r := &s.r
+	for _, next := range s.out {
+		if !r.IgnoreEOS && s.e.Tok.IsEOG(next) {
+			s.st.StopReason = "eos"
+			return true, s.end(emit)
+		}
+		s.st.Tokens = append(s.st.Tokens, next)
+		s.st.GenTokens++
+		if text := s.detok.Add(next); text != "" {
+			if err := emit(text); err != nil {
+				s.finish()
+				return true, err
+			}
+		}
+		if r.MaxTokens > 0 && s.st.GenTokens >= r.MaxTokens {
+			s.st.StopReason = "length"
+			return true, s.end(emit)
+		}
+	}
+	if s.stopped() {
+		return true, s.end(emit)
+	}
+	return false, nil
+}
+
+// stopped checks the limits that hold before a step: max tokens and a full context.
+func (s *Session) stopped() bool {
+	if s.r.MaxTokens > 0 && s.st.GenTokens >= s.r.MaxTokens {
+		s.st.StopReason = "length"
+		return true
+	}
+	if s.state.Len()+1 >= s.n {
+		s.st.StopReason = "context"
+		return true
+	}
+	return false
+}
+
+// end flushes the detokenizer and finishes.
+func (s *Session) end(emit func(string) error) error {
+	var err error
+	if text := s.detok.Flush(); text != "" {
+		err = emit(text)
+	}
+	s.finish()
+	return err
+}
+
+// finish records the final stats and drops the state so that its KV cache
+// can be freed while the Session value is still referenced.
+func (s *Session) finish() {
+	if s.done {
+		return
+	}
+	s.done = true
+	s.st.GenDuration = s.genTime
+	s.st.GenTPS = rate(s.st.GenTokens, s.st.GenDuration)
+	s.st.ResidentBytes = ResidentBytes()
+	ss := s.dec.Stats()
+	s.st.Spec = &ss
+	s.state, s.dec, s.sampler = nil, nil, nil
+}
+
+// Close ends the session early (StopReason "canceled" if it had not
+// finished) and frees its KV cache.
+func (s *Session) Close() {
+	if !s.done {
+		s.st.StopReason = "canceled"
+		s.finish()
+	}
+}
+
+// Stats returns the statistics so far (final once Done). GenDuration counts
+// only the time spent in Step, not pauses between steps.
+func (s *Session) Stats() Stats {
+	st := s.st
+	if !s.done {
+		st.GenDuration = s.genTime
+		st.GenTPS = rate(st.GenTokens, st.GenDuration)
+	}
+	return st
+}
