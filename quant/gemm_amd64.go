@@ -14,6 +14,9 @@ import (
 var haveVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 	cpu.X86.HasAVX512VNNI && cpu.X86.HasF16C
 
+// haveVBMI reports the byte permutes (VPERMT2B) of the decode kernels.
+var haveVBMI = haveVNNI && cpu.X86.HasAVX512VBMI
+
 func init() {
 	if haveVNNI {
 		archHooks = append(archHooks, func(s *kernelSet) { s.gemm = gemmVNNI })
@@ -39,6 +42,42 @@ var gemmKernels = [2][2][16]func(w *byte, nb int, a *byte, as int, side *uint32,
 	},
 }
 
+// decKernels[t] computes whole tiles of gemmRows rows for a single
+// activation row (gemm<t>Dec in gemm_amd64.s; t as in gemmKernels), or is
+// nil without VBMI.
+var decKernels = [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb int){
+	gemmQ4_0Dec, gemmQ8_0Dec,
+}
+
+func init() {
+	if !haveVBMI {
+		decKernels = [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb int){}
+	}
+}
+
+// decGroups is how many groups of four blocks a decode kernel call takes
+// (its frame holds 512 bytes of scratch a group; see quant/_gen/gemm).
+const decGroups = 32
+
+// gemmDec is gemmGo for a whole tile of gemmRows rows and one activation row
+// (a.n == 1, a.nb a multiple of 4), through decKernels[ti].
+func gemmDec(ti int, w []byte, rb, r0 int, a *gemmActs, y []float32) {
+	bw := 18
+	if ti == 1 {
+		bw = 34
+	}
+	// The assembly reads unchecked: check the last byte of each operand.
+	_ = w[(r0+gemmRows-1)*rb+a.nb*bw-1]
+	_ = a.q[a.nb*qk8_0-1]
+	_ = a.side[2*a.nb-1]
+	y = y[:gemmRows]
+	clear(y)
+	ng := a.nb / 4
+	for g := 0; g < ng; g += decGroups {
+		decKernels[ti](&w[r0*rb+4*g*bw], min(decGroups, ng-g), &a.q[4*g*qk8_0], &a.side[8*g], &y[0], rb)
+	}
+}
+
 // gemmVNNI is gemmGo for tiles of at most gemmRows weight rows and any
 // number of activation rows (taken gemmCols at a time).
 func gemmVNNI(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
@@ -61,6 +100,10 @@ func gemmVNNI(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 	}
 	if rows == gemmRows {
 		fi = 1
+	}
+	if decKernels[ti] != nil && a.n == 1 && rows == gemmRows && a.nb%4 == 0 {
+		gemmDec(ti, w, rb, r0, a, y)
+		return
 	}
 	fns := &gemmKernels[ti][fi]
 	for c0 := 0; c0 < c; c0 += gemmCols {

@@ -101,6 +101,9 @@ func gemmQ4_0VNNI15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *f
 func gemmQ4_0VNNI16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
 
 //go:noescape
+func gemmQ4_0Dec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)
+
+//go:noescape
 func gemmQ8_0Full1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
 
 //go:noescape
@@ -195,3 +198,6 @@ func gemmQ8_0VNNI15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *f
 
 //go:noescape
 func gemmQ8_0VNNI16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
+
+//go:noescape
+func gemmQ8_0Dec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)

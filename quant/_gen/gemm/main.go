@@ -40,6 +40,7 @@ func main() {
 		p("DATA gemmLanes<>+%d(SB)/8, $0x%08x%08x", 4*j, j+1, j)
 	}
 	p("GLOBL gemmLanes<>(SB), RODATA|NOPTR, $64")
+	decTables(p)
 	for _, typ := range []string{"Q4_0", "Q8_0"} {
 		for c := 1; c <= 16; c++ {
 			fullKernel(p, typ, c)
@@ -47,6 +48,7 @@ func main() {
 		for c := 1; c <= 16; c++ {
 			kernel(p, typ, c)
 		}
+		decKernel(p, typ)
 	}
 	write("quant/gemm_amd64.s", b.String())
 
@@ -60,6 +62,7 @@ func main() {
 		for c := 1; c <= 16; c++ {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sVNNI%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)\n", typ, c)
 		}
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sDec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)\n", typ)
 	}
 	write("quant/gemm_decl_amd64.go", d.String())
 }

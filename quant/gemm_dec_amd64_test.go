@@ -1,0 +1,92 @@
+//go:build amd64 && !noasm && gc
+
+package quant
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestGemmDecMatchesTwin holds the decode kernels bit for bit against gemmGo
+// on arbitrary weight bytes, over one group, several, and more than one
+// call's worth (decGroups), at tiles that do not start at row 0.
+func TestGemmDecMatchesTwin(t *testing.T) {
+	if decKernels[0] == nil {
+		t.Skip("CPU lacks AVX-512 VBMI")
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	for ti, typ := range []Type{Q4_0, Q8_0} {
+		for _, nb := range []int{4, 8, 4 * decGroups, 4*decGroups + 4, 8*decGroups + 12} {
+			rows, cols := 48, nb*32
+			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			xq := make([]byte, nb*q8_0Bytes)
+			quantizeQ8_0(testData(rng, cols), xq)
+			a := gemmActs{n: 1, nb: nb, q: make([]byte, nb*32), side: make([]uint32, 2*nb)}
+			a.put(typ, 0, xq)
+			for _, r0 := range []int{0, 16, 32} {
+				got := make([]float32, gemmRows)
+				want := make([]float32, gemmRows)
+				gemmDec(ti, m.Data, m.rowBytes(), r0, &a, got)
+				gemmGo(typ, m.Data, m.rowBytes(), r0, gemmRows, &a, 0, 1, want, gemmRows)
+				for r := range got {
+					if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("%v %d blocks, row %d: %v (%#x), gemmGo %v (%#x)", typ, nb, r0+r,
+							got[r], math.Float32bits(got[r]), want[r], math.Float32bits(want[r]))
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDecKernels sweeps an LM-head-size matrix (far larger than the
+// caches) on one thread with one activation row, through the decode
+// kernels, the whole-tile gemm kernels and the per-row dot kernels: MB/s is
+// the weights' read rate.
+func BenchmarkDecKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for _, shape := range [][2]int{{128256, 2048}, {512, 2048}} {
+			rows, cols := shape[0], shape[1]
+			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			nb := cols / 32
+			xq := make([]byte, nb*q8_0Bytes)
+			quantizeQ8_0(testData(rng, cols), xq)
+			a := gemmActs{n: 1, nb: nb, q: make([]byte, nb*32), side: make([]uint32, 2*nb)}
+			a.put(typ, 0, xq)
+			y := make([]float32, rows)
+			ti := 0
+			if typ == Q8_0 {
+				ti = 1
+			}
+			rb := m.rowBytes()
+			for _, mode := range []string{"dec", "full", "dot"} {
+				b.Run(fmt.Sprintf("%v/%dx%d/%s", typ, rows, cols, mode), func(b *testing.B) {
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						switch mode {
+						case "dec":
+							for r := 0; r < rows; r += 16 {
+								gemmDec(ti, m.Data, rb, r, &a, y[r:])
+							}
+						case "full":
+							for r := 0; r < rows; r += 16 {
+								gemmKernels[ti][1][0](&m.Data[r*rb], nb, &a.q[0], 32, &a.side[0], 8, &y[r], 4, rb, 0xffff)
+							}
+						case "dot":
+							dot := k.dotQ4_0Q8_0
+							if typ == Q8_0 {
+								dot = k.dotQ8_0Q8_0
+							}
+							for r := 0; r < rows; r++ {
+								y[r] = dot(m.Row(r), xq)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
