@@ -106,7 +106,7 @@ func (l oneFile) Read(path string) (io.Reader, error) {
 	}
 	return strings.NewReader(l.src), nil
 }
-func (l oneFile) Resolve(path string) (string, error)           { return path, nil }
+func (l oneFile) Resolve(path string) (string, error)         { return path, nil }
 func (l oneFile) Inherit(from string) (loaders.Loader, error) { return l, nil }
 
 // FromGGUF picks a model's template: its tokenizer.chat_template if it has
