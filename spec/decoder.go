@@ -40,7 +40,7 @@ type Config struct {
 	Mode      Mode
 	DraftMax  int // most drafted tokens per step (default 8)
 	TreeWidth int // nodes per tree level (tree mode; default 3)
-	TreeDepth int // tree levels (tree mode; default DraftMax/2)
+	TreeDepth int // tree levels (tree mode; default DraftMax)
 	NgramMin  int // n-gram lengths looked up (default 2…4)
 	NgramMax  int
 }
@@ -53,7 +53,7 @@ func (c *Config) defaults() {
 		c.TreeWidth = 3
 	}
 	if c.TreeDepth <= 0 {
-		c.TreeDepth = max(2, c.DraftMax/2)
+		c.TreeDepth = c.DraftMax
 	}
 	if c.NgramMin <= 0 {
 		c.NgramMin = 2

@@ -206,6 +206,10 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 	}
 }
 
+// siblingRatio is how likely, relative to the best node of its level, a
+// node must be to enter the tree.
+const siblingRatio = 0.2
+
 // choose keeps the n most likely candidates. A sampled child is kept only
 // with every earlier draw of its parent, so each node's children remain a
 // prefix of its draws (what makes tree speculative sampling exact).
@@ -227,6 +231,12 @@ func (d *ModelDrafter) choose(n int) []cand {
 	var out []cand
 	for _, c := range d.cands {
 		if len(out) == n {
+			break
+		}
+		// A node much less likely than the level's best is not worth its
+		// verify row: the budget goes to depth instead (a confident draft
+		// grows a chain, an unsure one branches).
+		if len(out) > 0 && c.score < out[0].score+math.Log(siblingRatio) {
 			break
 		}
 		if c.q != nil && c.order > 0 && !taken[key{c.parent, c.order - 1}] {

@@ -138,7 +138,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
 	treeWidth := fs.Int("tree-width", 3, "nodes per tree level")
-	treeDepth := fs.Int("tree-depth", 4, "tree levels")
+	treeDepth := fs.Int("tree-depth", 0, "most tree levels (0: --draft-max)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

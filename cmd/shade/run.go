@@ -38,7 +38,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
 	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
 	treeWidth := fs.Int("tree-width", 3, "nodes per level of a draft tree (--spec tree)")
-	treeDepth := fs.Int("tree-depth", 4, "levels of a draft tree (--spec tree)")
+	treeDepth := fs.Int("tree-depth", 0, "most levels of a draft tree (--spec tree; 0: --draft-max)")
 	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
@@ -83,8 +83,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if (mode == spec.Chain || mode == spec.TreeM) && *draftPath == "" {
 		return fmt.Errorf("--spec %v needs a draft model (--draft FILE)", mode)
 	}
-	if *draftMax < 1 || *draftMax > 64 || *treeWidth < 1 || *treeWidth > 16 || *treeDepth < 1 || *treeDepth > 32 {
-		return fmt.Errorf("--draft-max must be in [1, 64], --tree-width in [1, 16], --tree-depth in [1, 32]")
+	if *draftMax < 1 || *draftMax > 64 || *treeWidth < 1 || *treeWidth > 16 || *treeDepth < 0 || *treeDepth > 64 {
+		return fmt.Errorf("--draft-max must be in [1, 64], --tree-width in [1, 16], --tree-depth in [0, 64]")
 	}
 	e, err := engine.Load(path, *threads)
 	if err != nil {
