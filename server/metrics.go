@@ -1,0 +1,108 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"shade/engine"
+)
+
+// metrics are the server's Prometheus series, in a registry of its own (so
+// that two servers in one process, as in tests, do not collide).
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests     *prometheus.CounterVec // by endpoint, HTTP status code
+	promptTokens prometheus.Counter
+	genTokens    prometheus.Counter
+	tokPerSec    prometheus.Gauge
+	duration     *prometheus.HistogramVec // by priority
+	ttft         *prometheus.HistogramVec // by priority
+	drafted      prometheus.Counter
+	accepted     prometheus.Counter
+	specSteps    prometheus.Counter
+	acceptRate   prometheus.Gauge
+	meanAccepted prometheus.Gauge
+	contention   prometheus.Gauge
+	controller   *prometheus.CounterVec // by action
+	resident     prometheus.Gauge
+	streamed     prometheus.Counter
+	queueDepth   *prometheus.GaugeVec // by priority
+	preemptions  prometheus.Counter
+	rejected     prometheus.Counter
+	policy       *prometheus.GaugeVec // 1 for the current policy
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shade_requests_total",
+		Help: "HTTP requests by endpoint and status code."}, []string{"endpoint", "code"})
+	m.promptTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_prompt_tokens_total", Help: "Prompt tokens processed (tokens in)."})
+	m.genTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_generated_tokens_total", Help: "Tokens generated (tokens out)."})
+	m.tokPerSec = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_generation_tokens_per_second", Help: "Decode speed of the last finished generation."})
+	buckets := []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shade_request_duration_seconds",
+		Help: "Time from a generation request's arrival to its end.", Buckets: buckets}, []string{"priority"})
+	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shade_time_to_first_token_seconds",
+		Help: "Time from a generation request's arrival to its first text.", Buckets: buckets}, []string{"priority"})
+	m.drafted = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_spec_drafted_tokens_total", Help: "Draft tokens proposed by speculative decoding."})
+	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_spec_accepted_tokens_total", Help: "Draft tokens accepted by the target."})
+	m.specSteps = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_spec_steps_total", Help: "Decoding steps (target verification passes)."})
+	m.acceptRate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_spec_acceptance_rate", Help: "Accepted ÷ drafted tokens over all generations so far."})
+	m.meanAccepted = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_spec_mean_accepted_length", Help: "Mean draft tokens accepted per step over all generations so far."})
+	m.contention = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_contention_score",
+		Help: "Memory-bandwidth contention seen by the elastic controller (0: none; stays 0 until the elastic controller lands)."})
+	m.controller = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shade_controller_actions_total",
+		Help: "Elastic controller decisions by action (none are taken until the elastic controller lands)."}, []string{"action"})
+	m.resident = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_resident_bytes", Help: "Resident set size of the process."})
+	m.streamed = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_streamed_weight_bytes_total",
+		Help: "Weight bytes streamed from storage (0 while every weight is resident)."})
+	m.queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shade_queue_depth",
+		Help: "Generation requests waiting or running, by priority."}, []string{"priority"})
+	m.preemptions = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_preemptions_total", Help: "Background generations paused for a foreground one."})
+	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_queue_rejected_total", Help: "Requests refused with 429 because the queue was full."})
+	m.policy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shade_background_policy",
+		Help: "1 for the background policy in force."}, []string{"policy"})
+	for _, c := range []prometheus.Collector{m.requests, m.promptTokens, m.genTokens, m.tokPerSec, m.duration, m.ttft,
+		m.drafted, m.accepted, m.specSteps, m.acceptRate, m.meanAccepted, m.contention, m.controller, m.resident,
+		m.streamed, m.queueDepth, m.preemptions, m.rejected, m.policy,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	for _, a := range []string{"yield", "sleep", "shrink_draft", "fallback"} {
+		m.controller.WithLabelValues(a)
+	}
+	for _, p := range []string{"foreground", "background"} {
+		m.queueDepth.WithLabelValues(p)
+	}
+	return m
+}
+
+// finished records a generation's totals.
+func (m *metrics) finished(st engine.Stats, totalDrafted, totalAccepted, totalSteps *int) {
+	m.promptTokens.Add(float64(st.PromptTokens))
+	if st.GenTPS > 0 {
+		m.tokPerSec.Set(st.GenTPS)
+	}
+	m.resident.Set(float64(engine.ResidentBytes()))
+	if s := st.Spec; s != nil {
+		m.drafted.Add(float64(s.Drafted))
+		m.accepted.Add(float64(s.Accepted))
+		m.specSteps.Add(float64(s.Steps))
+		*totalDrafted += s.Drafted
+		*totalAccepted += s.Accepted
+		*totalSteps += s.Steps
+		if *totalDrafted > 0 {
+			m.acceptRate.Set(float64(*totalAccepted) / float64(*totalDrafted))
+		}
+		if *totalSteps > 0 {
+			m.meanAccepted.Set(float64(*totalAccepted) / float64(*totalSteps))
+		}
+	}
+}
+
+func (m *metrics) setPolicy(p string) {
+	m.policy.Reset()
+	m.policy.WithLabelValues(p).Set(1)
+}

@@ -1,0 +1,640 @@
+// Package server owns shade's local HTTP API: OpenAI-compatible chat and
+// text completions (streamed as server-sent events or not), the model
+// list, health and Prometheus metrics, request priority (foreground and
+// background) with a one-at-a-time scheduler and a bounded queue, and the
+// hardening around them (body and token limits, timeouts, an optional API
+// key, graceful shutdown). It is not a multi-tenant server: it serves one
+// loaded model to the apps of one device.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"shade/chat"
+	"shade/engine"
+	"shade/sample"
+	"shade/spec"
+)
+
+// Options configure a Server. Zero values take the defaults shown.
+type Options struct {
+	ModelID       string         // id in /v1/models and responses (default: the model file's base name)
+	APIKey        string         // if set, every endpoint but /health needs "Authorization: Bearer KEY"
+	QueueSize     int            // generation requests waiting or running at once (default 16); more get 429
+	MaxBodyBytes  int64          // request body limit (default 4 MiB); larger bodies get 413
+	Ctx           int            // context size per request (default: the model's, at most engine.DefaultCtx)
+	Spec          spec.Config    // speculative decoding for every request
+	Template      *chat.Template // chat template (default: chat.FromGGUF)
+	ReadTimeout   time.Duration  // reading a request (default 30 s)
+	WriteTimeout  time.Duration  // each write of a response (default 60 s; streams extend it per event)
+	IdleTimeout   time.Duration  // keep-alive connections (default 120 s)
+	ShutdownDrain time.Duration  // graceful shutdown waits this long for running requests (default 30 s)
+	Log           *log.Logger    // errors and notices (default: discarded)
+}
+
+// Server serves one engine over HTTP.
+type Server struct {
+	e        *engine.Engine
+	opt      Options
+	tmpl     *chat.Template
+	lim      Limits
+	m        *metrics
+	sched    *scheduler
+	mux      *http.ServeMux
+	created  int64
+	draining atomic.Bool
+}
+
+// New makes a Server for a loaded engine and starts its scheduler; Close
+// (or Serve's return) stops it.
+func New(e *engine.Engine, opt Options) *Server {
+	if opt.ModelID == "" {
+		opt.ModelID = strings.TrimSuffix(filepath.Base(e.Model.File.Path), ".gguf")
+	}
+	if opt.QueueSize <= 0 {
+		opt.QueueSize = 16
+	}
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = 4 << 20
+	}
+	if opt.ReadTimeout <= 0 {
+		opt.ReadTimeout = 30 * time.Second
+	}
+	if opt.WriteTimeout <= 0 {
+		opt.WriteTimeout = 60 * time.Second
+	}
+	if opt.IdleTimeout <= 0 {
+		opt.IdleTimeout = 120 * time.Second
+	}
+	if opt.ShutdownDrain <= 0 {
+		opt.ShutdownDrain = 30 * time.Second
+	}
+	if opt.Log == nil {
+		opt.Log = log.New(io.Discard, "", 0)
+	}
+	opt.Ctx = e.ContextSize(opt.Ctx)
+	s := &Server{e: e, opt: opt, m: newMetrics(), created: time.Now().Unix(),
+		lim: Limits{MaxTokens: opt.Ctx, MaxStop: 4}}
+	s.tmpl = opt.Template
+	if s.tmpl == nil {
+		var warn string
+		s.tmpl, warn = chat.FromGGUF(&e.Model.File.Meta, e.Tok)
+		if warn != "" {
+			opt.Log.Printf("shade serve: %s", warn)
+		}
+	}
+	s.sched = newScheduler(e, s.m, opt.QueueSize)
+	s.mux = http.NewServeMux()
+	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
+	s.route("/v1/completions", http.MethodPost, s.handleCompletion)
+	s.route("/v1/models", http.MethodGet, s.handleModels)
+	s.route("/v1/models/{id...}", http.MethodGet, s.handleModel)
+	s.route("/v1/shade/policy", "", s.handlePolicy)
+	s.route("/health", http.MethodGet, s.handleHealth)
+	metricsHandler := promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})
+	s.route("/metrics", http.MethodGet, func(w http.ResponseWriter, r *http.Request) *APIError {
+		s.m.resident.Set(float64(engine.ResidentBytes()))
+		metricsHandler.ServeHTTP(w, r)
+		return nil
+	})
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.count("other", http.StatusNotFound)
+		writeError(w, apiError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// Template is the chat template in use.
+func (s *Server) Template() *chat.Template { return s.tmpl }
+
+// ModelID is the id the server answers to.
+func (s *Server) ModelID() string { return s.opt.ModelID }
+
+// Handler is the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close stops the scheduler: queued and running generations end.
+func (s *Server) Close() { s.sched.close() }
+
+// statusWriter records the status code for the metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) count(endpoint string, code int) {
+	s.m.requests.WithLabelValues(endpoint, strconv.Itoa(code)).Inc()
+}
+
+// route registers a handler behind the method check, the API key and a
+// panic guard; the handler's error becomes an OpenAI-style error body.
+func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http.Request) *APIError) {
+	endpoint := strings.TrimSuffix(pattern, "/{id...}")
+	s.mux.HandleFunc(pattern, func(rw http.ResponseWriter, r *http.Request) {
+		w := &statusWriter{ResponseWriter: rw}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.opt.Log.Printf("shade serve: panic in %s: %v", r.URL.Path, p)
+				if w.code == 0 {
+					writeError(w, apiError(http.StatusInternalServerError, "server_error", "", "internal error"))
+				}
+			}
+			code := w.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			s.count(endpoint, code)
+		}()
+		if method != "" && r.Method != method {
+			w.Header().Set("Allow", method)
+			writeError(w, apiError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "%s %s is not allowed: use %s", r.Method, r.URL.Path, method))
+			return
+		}
+		if s.opt.APIKey != "" && pattern != "/health" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shade"`)
+			writeError(w, apiError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or incorrect API key: send \"Authorization: Bearer KEY\""))
+			return
+		}
+		if err := h(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(h, "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.opt.APIKey)) == 1
+}
+
+func writeError(w http.ResponseWriter, e *APIError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	json.NewEncoder(w).Encode(struct {
+		Error *APIError `json:"error"`
+	}{e})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) *APIError {
+	if s.draining.Load() {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"status":"shutting down"}`+"\n")
+		return nil
+	}
+	writeJSON(w, map[string]string{"status": "ok"})
+	return nil
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) model() modelObject {
+	return modelObject{ID: s.opt.ModelID, Object: "model", Created: s.created, OwnedBy: "shade"}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) *APIError {
+	writeJSON(w, map[string]any{"object": "list", "data": []modelObject{s.model()}})
+	return nil
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) *APIError {
+	if id := r.PathValue("id"); id != s.opt.ModelID {
+		return s.unknownModel(id)
+	}
+	writeJSON(w, s.model())
+	return nil
+}
+
+func (s *Server) unknownModel(id string) *APIError {
+	e := apiError(http.StatusNotFound, "invalid_request_error", "model_not_found", "the model %q does not exist: this server serves %q", id, s.opt.ModelID)
+	param := "model"
+	e.Param = &param
+	return e
+}
+
+// handlePolicy reads (GET) or sets (POST/PUT {"policy": …}) the background policy.
+func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError {
+	switch r.Method {
+	case http.MethodGet:
+	case http.MethodPost, http.MethodPut:
+		body, aerr := s.readBody(w, r)
+		if aerr != nil {
+			return aerr
+		}
+		var req struct {
+			Policy *string `json:"policy"`
+		}
+		if aerr := decode(body, &req); aerr != nil {
+			return aerr
+		}
+		if req.Policy == nil {
+			return badRequest("policy", "missing_required_parameter", "policy is required (full, elastic or paused)")
+		}
+		switch *req.Policy {
+		case PolicyFull, PolicyElastic, PolicyPaused:
+			s.sched.setPolicy(*req.Policy)
+		default:
+			return badRequest("policy", "invalid_value", "policy must be full, elastic or paused, got %q", *req.Policy)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, PUT")
+		return apiError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET to read the policy, POST or PUT to set it")
+	}
+	p := s.sched.getPolicy()
+	effective := p
+	if p == PolicyElastic {
+		effective = PolicyFull
+	}
+	writeJSON(w, map[string]any{"policy": p, "effective": effective, "note": PolicyNote})
+	return nil
+}
+
+// readBody reads a request body within the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *APIError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apiError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "the request body is larger than %d bytes", s.opt.MaxBodyBytes)
+		}
+		return nil, badRequest("", "", "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// generation is a validated request ready to queue.
+type generation struct {
+	p      params
+	prompt []int32
+	chat   bool
+	id     string
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return aerr
+	}
+	msgs, p, aerr := DecodeChat(body, s.lim, r.Header.Get(PriorityHeader))
+	if aerr != nil {
+		return aerr
+	}
+	if p.model != "" && p.model != s.opt.ModelID {
+		return s.unknownModel(p.model)
+	}
+	text, err := s.tmpl.Render(msgs, true)
+	if err != nil {
+		return badRequest("messages", "invalid_value", "%v", err)
+	}
+	prompt, err := chat.Tokens(s.e.Tok, text)
+	if err != nil {
+		return badRequest("messages", "invalid_value", "%v", err)
+	}
+	return s.generate(w, r, generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID()}, "messages")
+}
+
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) *APIError {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return aerr
+	}
+	text, p, aerr := DecodeCompletion(body, s.lim, r.Header.Get(PriorityHeader))
+	if aerr != nil {
+		return aerr
+	}
+	if p.model != "" && p.model != s.opt.ModelID {
+		return s.unknownModel(p.model)
+	}
+	prompt, err := s.e.Tok.Encode(text, true, true)
+	if err != nil {
+		return badRequest("prompt", "invalid_value", "%v", err)
+	}
+	if len(prompt) == 0 {
+		return badRequest("prompt", "invalid_value", "prompt is empty (and this model adds no BOS token)")
+	}
+	return s.generate(w, r, generation{p: p, prompt: prompt, id: "cmpl-" + randomID()}, "prompt")
+}
+
+func randomID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// usage is OpenAI's token accounting.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func finishReason(stop string) string {
+	switch stop {
+	case "eos":
+		return "stop"
+	case "length", "context":
+		return "length"
+	}
+	return stop
+}
+
+// generate queues a generation and writes its result, streamed or whole.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, promptParam string) *APIError {
+	if len(g.prompt) >= s.opt.Ctx {
+		e := badRequest(promptParam, "context_length_exceeded", "the prompt is %d tokens: this server's context is %d tokens", len(g.prompt), s.opt.Ctx)
+		return e
+	}
+	seed := uint64(0)
+	if g.p.seed != nil {
+		seed = uint64(*g.p.seed)
+	} else {
+		seed = mrand.Uint64()
+	}
+	req := engine.Request{
+		MaxTokens: g.p.maxTokens,
+		Ctx:       s.opt.Ctx,
+		Sampling:  sample.Params{Temp: float32(g.p.temp), TopP: float32(g.p.topP), RepeatPenalty: 1, RepeatLastN: 64, Seed: seed},
+		Spec:      s.opt.Spec,
+		IgnoreEOS: g.p.ignoreEOS,
+	}
+	if req.MaxTokens <= 0 {
+		req.MaxTokens = s.opt.Ctx // until the context is full
+	}
+	j := newJob(r.Context(), g.p.priority, req, g.prompt)
+	if err := s.sched.submit(j); err != nil {
+		j.cancel()
+		if errors.Is(err, errQueueFull) {
+			w.Header().Set("Retry-After", "1")
+			return apiError(http.StatusTooManyRequests, "rate_limit_error", "queue_full", "the server is busy: %d requests are queued or running; retry later", s.opt.QueueSize)
+		}
+		return apiError(http.StatusServiceUnavailable, "server_error", "shutting_down", "the server is shutting down")
+	}
+	w.Header().Set(PriorityHeader, g.p.priority.String())
+	if g.p.priority == Background {
+		w.Header().Set("X-Shade-Background-Policy", s.sched.getPolicy())
+	}
+	if g.p.stream {
+		s.stream(w, r, j, g)
+		return nil
+	}
+	return s.whole(w, r, j, g)
+}
+
+// wait blocks until the job has news or the client is gone.
+func (s *Server) wait(r *http.Request, j *job) bool {
+	select {
+	case <-j.notify:
+		return true
+	case <-r.Context().Done():
+		s.sched.abandon(j)
+		return false
+	}
+}
+
+// drain waits for a job that was told to stop (stop sequence) to end.
+func (s *Server) drain(r *http.Request, j *job) (engine.Stats, bool) {
+	for {
+		_, finished, st, _ := j.take()
+		if finished {
+			return st, true
+		}
+		if !s.wait(r, j) {
+			return st, false
+		}
+	}
+}
+
+func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generation) *APIError {
+	var out strings.Builder
+	stop := stopper{stops: g.p.stop}
+	var st engine.Stats
+	reason := ""
+	for reason == "" {
+		if !s.wait(r, j) {
+			return nil // the client is gone
+		}
+		text, finished, jst, err := j.take()
+		piece, stopped := stop.add(text)
+		out.WriteString(piece)
+		switch {
+		case stopped:
+			j.cancel()
+			var ok bool
+			if st, ok = s.drain(r, j); !ok {
+				return nil
+			}
+			reason = "stop"
+		case finished && err != nil:
+			return s.genError(err)
+		case finished:
+			out.WriteString(stop.flush())
+			st, reason = jst, finishReason(jst.StopReason)
+		}
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
+	u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
+	if g.chat {
+		writeJSON(w, map[string]any{
+			"id": g.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": out.String()},
+				"logprobs": nil, "finish_reason": reason}},
+			"usage": u, "system_fingerprint": "shade",
+		})
+	} else {
+		writeJSON(w, map[string]any{
+			"id": g.id, "object": "text_completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
+			"choices": []any{map[string]any{"index": 0, "text": out.String(), "logprobs": nil, "finish_reason": reason}},
+			"usage":   u, "system_fingerprint": "shade",
+		})
+	}
+	return nil
+}
+
+func (s *Server) genError(err error) *APIError {
+	switch {
+	case errors.Is(err, errShutdown):
+		return apiError(http.StatusServiceUnavailable, "server_error", "shutting_down", "the server is shutting down")
+	case errors.Is(err, engine.ErrPromptTooLong):
+		return badRequest("messages", "context_length_exceeded", "%v", err)
+	}
+	s.opt.Log.Printf("shade serve: generation failed: %v", err)
+	return apiError(http.StatusInternalServerError, "server_error", "", "generation failed: %v", err)
+}
+
+// stream writes a generation as server-sent events, as OpenAI's API does.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g generation) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	created := time.Now().Unix()
+	send := func(v any) bool {
+		rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	chunk := func(text string, reason any, first bool) map[string]any {
+		if g.chat {
+			delta := map[string]any{}
+			if first {
+				delta["role"] = "assistant"
+			}
+			if text != "" || first {
+				delta["content"] = text
+			}
+			return map[string]any{"id": g.id, "object": "chat.completion.chunk", "created": created, "model": s.opt.ModelID,
+				"system_fingerprint": "shade",
+				"choices":            []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": reason}}}
+		}
+		return map[string]any{"id": g.id, "object": "text_completion", "created": created, "model": s.opt.ModelID,
+			"system_fingerprint": "shade",
+			"choices":            []any{map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": reason}}}
+	}
+	gone := func() { s.sched.abandon(j) }
+	if g.chat && !send(chunk("", nil, true)) {
+		gone()
+		return
+	}
+	stop := stopper{stops: g.p.stop}
+	for {
+		if !s.wait(r, j) {
+			return
+		}
+		text, finished, st, err := j.take()
+		piece, stopped := stop.add(text)
+		if piece != "" && !send(chunk(piece, nil, false)) {
+			gone()
+			return
+		}
+		reason := ""
+		switch {
+		case stopped:
+			j.cancel()
+			var ok bool
+			if st, ok = s.drain(r, j); !ok {
+				return
+			}
+			reason = "stop"
+		case finished && err != nil:
+			ae := s.genError(err)
+			send(map[string]any{"error": ae})
+			return
+		case finished:
+			if rest := stop.flush(); rest != "" && !send(chunk(rest, nil, false)) {
+				gone()
+				return
+			}
+			reason = finishReason(st.StopReason)
+		}
+		if reason == "" {
+			continue
+		}
+		if !send(chunk("", reason, false)) {
+			return
+		}
+		if g.p.includeUsage {
+			u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
+			c := chunk("", nil, false)
+			c["choices"] = []any{}
+			c["usage"] = u
+			if !send(c) {
+				return
+			}
+		}
+		rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
+		io.WriteString(w, "data: [DONE]\n\n")
+		rc.Flush()
+		return
+	}
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: the
+// listener closes, requests in flight get up to ShutdownDrain to finish
+// (health answers 503 meanwhile), then the rest are cut off and the
+// scheduler stops.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: min(s.opt.ReadTimeout, 10*time.Second),
+		ReadTimeout:       s.opt.ReadTimeout,
+		WriteTimeout:      s.opt.WriteTimeout,
+		IdleTimeout:       s.opt.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          s.opt.Log,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	drain, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownDrain)
+	defer cancel()
+	err := hs.Shutdown(drain)
+	if err != nil {
+		hs.Close()
+	}
+	s.Close()
+	<-errc
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("server: shutdown: requests still running after %v were cut off", s.opt.ShutdownDrain)
+	}
+	return err
+}
