@@ -1,0 +1,193 @@
+// Package shade is the Go API of the shade runtime: open a GGUF model
+// (Llama 2/3, Qwen 2/3) with an optional draft model for speculative
+// decoding, generate text or chat replies under a context.Context with the
+// text streamed through a callback or a channel, and download models into
+// the local cache (Pull). The HTTP server is package shade/server and the
+// command line is cmd/shade; the packages underneath (engine, spec, model,
+// …) are for those who need the single steps.
+package shade
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"shade/chat"
+	"shade/engine"
+	"shade/sample"
+	"shade/spec"
+)
+
+// Options configure Open. The zero value is valid.
+type Options struct {
+	Threads int    // worker threads (0: one per CPU)
+	Draft   string // draft model file for speculative decoding (same vocabulary as the target)
+	// Spec is the speculative mode: "auto", "chain", "tree", "ngram" or
+	// "off". Default: "auto" with a draft, "off" without.
+	Spec     string
+	DraftMax int // most tokens drafted per step (default 8)
+	Ctx      int // context size in tokens (default: the model's, at most 4096)
+}
+
+// Model is a loaded model. Its methods may be called from several
+// goroutines: generations run one at a time, in turn.
+type Model struct {
+	mu   sync.Mutex
+	e    *engine.Engine
+	tmpl *chat.Template
+	spec spec.Config
+	ctx  int
+}
+
+// Message is one turn of a chat: Role "system", "user" or "assistant".
+type Message = chat.Message
+
+// Open loads a GGUF model file (and opt.Draft, if set).
+func Open(path string, opt *Options) (*Model, error) {
+	if opt == nil {
+		opt = &Options{}
+	}
+	mode := spec.Off
+	if opt.Draft != "" {
+		mode = spec.Auto
+	}
+	if opt.Spec != "" {
+		var err error
+		if mode, err = spec.ParseMode(opt.Spec); err != nil {
+			return nil, fmt.Errorf("shade: %w", err)
+		}
+	}
+	if (mode == spec.Chain || mode == spec.TreeM) && opt.Draft == "" {
+		return nil, fmt.Errorf("shade: speculative mode %v needs a draft model (Options.Draft)", mode)
+	}
+	e, err := engine.Load(path, opt.Threads)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Draft != "" {
+		if err := e.LoadDraft(opt.Draft); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	tmpl, _ := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
+	return &Model{e: e, tmpl: tmpl, spec: spec.Config{Mode: mode, DraftMax: opt.DraftMax}, ctx: e.ContextSize(opt.Ctx)}, nil
+}
+
+// Close releases the model's memory mappings and threads.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.e.Close()
+}
+
+// Engine is the underlying engine, for what this API does not cover.
+func (m *Model) Engine() *engine.Engine { return m.e }
+
+// GenerateOptions configure one generation. The zero value decodes
+// greedily until the end of text or a full context.
+type GenerateOptions struct {
+	MaxTokens   int     // most tokens to generate (≤ 0: until end of text or a full context)
+	Temperature float32 // 0: greedy
+	TopK        int     // 0: off
+	TopP        float32 // 0 or 1: off
+	MinP        float32 // 0: off
+	Seed        uint64  // sampling seed: the same seed gives the same text
+	IgnoreEOS   bool    // generate past end-of-text tokens
+}
+
+// Result describes a finished generation.
+type Result struct {
+	Text            string  // everything generated
+	PromptTokens    int     // tokens in the prompt (after the chat template)
+	Tokens          int     // tokens generated
+	StopReason      string  // "eos", "length", "context" or "canceled"
+	TokensPerSecond float64 // decode speed
+	AcceptanceRate  float64 // speculative decoding: accepted ÷ drafted tokens (0 without)
+}
+
+// Generate continues prompt (special tokens such as <|im_start|> in it are
+// parsed; BOS is added where the vocabulary wants it), calling onText, if
+// not nil, with each piece of text as soon as it is complete. A canceled
+// ctx or an onText error stops generation within one step; the Result so
+// far is returned with the error.
+func (m *Model) Generate(ctx context.Context, prompt string, o GenerateOptions, onText func(string) error) (Result, error) {
+	ids, err := m.e.Tok.Encode(prompt, true, true)
+	if err != nil {
+		return Result{}, fmt.Errorf("shade: prompt: %w", err)
+	}
+	return m.run(ctx, ids, o, onText)
+}
+
+// Chat renders messages with the model's chat template (its own, or a
+// built-in llama-2, llama-3 or ChatML one) and generates the assistant's
+// reply, streamed to onText like Generate.
+func (m *Model) Chat(ctx context.Context, msgs []Message, o GenerateOptions, onText func(string) error) (Result, error) {
+	text, err := m.tmpl.Render(msgs, true)
+	if err != nil {
+		return Result{}, err
+	}
+	ids, err := chat.Tokens(m.e.Tok, text)
+	if err != nil {
+		return Result{}, err
+	}
+	return m.run(ctx, ids, o, onText)
+}
+
+// Stream is Generate with the text delivered on a channel, closed at the
+// end; wait then returns the Result and error. Cancel ctx to stop early
+// (a reader that stops reading must cancel, or generation waits for it).
+func (m *Model) Stream(ctx context.Context, prompt string, o GenerateOptions) (text <-chan string, wait func() (Result, error)) {
+	ch := make(chan string, 16)
+	var res Result
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		res, err = m.Generate(ctx, prompt, o, func(s string) error {
+			select {
+			case ch <- s:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return ch, func() (Result, error) { <-done; return res, err }
+}
+
+// TemplateName says which chat template Chat uses: "gguf" (the model's
+// own) or a built-in's name.
+func (m *Model) TemplateName() string { return m.tmpl.Name() }
+
+func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error) (Result, error) {
+	p := sample.Params{Temp: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, RepeatPenalty: 1, RepeatLastN: 64, Seed: o.Seed}
+	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, err := m.e.NewSession(req, ids)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	var text []byte
+	emit := func(piece string) error {
+		text = append(text, piece...)
+		if onText != nil {
+			return onText(piece)
+		}
+		return nil
+	}
+	for !s.Done() {
+		if _, err = s.Step(ctx, emit); err != nil {
+			break
+		}
+	}
+	st := s.Stats()
+	r := Result{Text: string(text), PromptTokens: st.PromptTokens, Tokens: st.GenTokens, StopReason: st.StopReason, TokensPerSecond: st.GenTPS}
+	if st.Spec != nil {
+		r.AcceptanceRate = st.Spec.AcceptanceRate()
+	}
+	return r, err
+}
