@@ -29,6 +29,9 @@ func init() {
 		{"synth", "write a GGUF of a real model shape with random weights", cmdSynth},
 		{"perplexity", "perplexity of a model on a text file (llama.cpp's method)", cmdPerplexity},
 		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline", cmdBench},
+		{"serve", "OpenAI-compatible HTTP server (chat, completions, metrics) on 127.0.0.1", cmdServe},
+		{"chat", "interactive chat in the terminal with the model's chat template", cmdChat},
+		{"pull", "download a model (USER/REPO/FILE.gguf or URL) into the cache, resumable", cmdPull},
 	}
 }
 

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+
+	"shade/chat"
+	"shade/engine"
+	"shade/sample"
+)
+
+// chatInput and chatInterrupts are the terminal; tests replace them.
+var (
+	chatInput      io.Reader = os.Stdin
+	chatInterrupts           = func() (<-chan os.Signal, func()) {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt)
+		return ch, func() { signal.Stop(ch) }
+	}
+	chatBeforeStep func() // tests: slows replies down
+)
+
+func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("chat", "chat -m MODEL.gguf [--system TEXT] [-n N] [--temp T] [--draft DRAFT.gguf --spec MODE]", stderr)
+	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
+	draftPath := fs.String("draft", "", "draft model `file` for speculative decoding")
+	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
+	system := fs.String("system", "", "system prompt")
+	n := fs.Int("n", 512, "most tokens per reply")
+	temp := fs.Float64("temp", 0.8, "sampling temperature; 0 is greedy")
+	topP := fs.Float64("top-p", 0.95, "nucleus sampling threshold (1: off)")
+	seed := fs.Int64("seed", -1, "random seed (-1: a random one)")
+	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
+	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
+	template := fs.String("template", "", "chat template: llama-2, llama-3 or chatml instead of the file's own")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *modelPath == "" {
+		fs.Usage()
+		if *modelPath == "" {
+			return fmt.Errorf("-m MODEL.gguf is required")
+		}
+		return fmt.Errorf("unexpected arguments %q", pos)
+	}
+	if *n < 1 {
+		return fmt.Errorf("-n must be at least 1")
+	}
+	cfg, err := specConfig(*specMode, *draftPath, 8)
+	if err != nil {
+		return err
+	}
+	params := sample.Params{Temp: float32(*temp), TopP: float32(*topP), RepeatPenalty: 1, RepeatLastN: 64}
+	if err := params.Validate(); err != nil {
+		return err
+	}
+	if *seed < 0 {
+		*seed = int64(rand.Uint32())
+	}
+	params.Seed = uint64(*seed)
+	e, err := loadEngine(*modelPath, *draftPath, *threads)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	tmpl, warn := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
+	if warn != "" {
+		fmt.Fprintf(stderr, "shade chat: %s\n", warn)
+	}
+	if *template != "" {
+		if tmpl, err = builtinTemplate(e, *template); err != nil {
+			return err
+		}
+	}
+	ctxLen := e.ContextSize(*ctxSize)
+	fmt.Fprintf(stderr, "shade chat: %s, template %s, context %d tokens. Ctrl-C stops a reply; Ctrl-C at the prompt, Ctrl-D or /exit quits; /reset forgets the conversation.\n",
+		e.Model.File.Path, tmpl.Name(), ctxLen)
+
+	sigs, stop := chatInterrupts()
+	defer stop()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(chatInput)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var history []chat.Message
+	if *system != "" {
+		history = append(history, chat.Message{Role: "system", Content: *system})
+	}
+	for turn := 0; ; turn++ {
+		fmt.Fprint(stdout, "> ")
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(stdout)
+				return nil
+			}
+			line = l
+		case <-sigs:
+			fmt.Fprintln(stdout)
+			return nil
+		}
+		switch strings.TrimSpace(line) {
+		case "":
+			continue
+		case "/exit", "/quit":
+			return nil
+		case "/reset":
+			history = history[:0]
+			if *system != "" {
+				history = append(history, chat.Message{Role: "system", Content: *system})
+			}
+			fmt.Fprintln(stderr, "(conversation forgotten)")
+			continue
+		case "/help":
+			fmt.Fprintln(stderr, "/reset forgets the conversation, /exit quits; Ctrl-C stops a reply")
+			continue
+		}
+		history = append(history, chat.Message{Role: "user", Content: line})
+		prompt, dropped, err := fitHistory(e, tmpl, &history, ctxLen-min(*n, ctxLen/2))
+		if err != nil {
+			history = history[:len(history)-1]
+			fmt.Fprintf(stderr, "shade chat: %v\n", err)
+			continue
+		}
+		if dropped > 0 {
+			fmt.Fprintf(stderr, "(the %d oldest messages no longer fit the context and were dropped)\n", dropped)
+		}
+		genCtx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan bool, 1)
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-sigs:
+				cancel()
+				stopped <- true
+			case <-done:
+				stopped <- false
+			}
+		}()
+		var reply strings.Builder
+		req := engine.Request{MaxTokens: *n, Ctx: ctxLen, Sampling: params, Spec: cfg}
+		req.Sampling.Seed = params.Seed + uint64(turn)
+		sess, err := e.NewSession(req, prompt)
+		if err == nil {
+			for !sess.Done() && err == nil {
+				if chatBeforeStep != nil {
+					chatBeforeStep()
+				}
+				_, err = sess.Step(genCtx, func(s string) error {
+					reply.WriteString(s)
+					_, werr := io.WriteString(stdout, s)
+					return werr
+				})
+			}
+		}
+		close(done)
+		interrupted := <-stopped
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			history = history[:len(history)-1]
+			fmt.Fprintf(stderr, "\nshade chat: %v\n", err)
+			continue
+		}
+		if interrupted {
+			fmt.Fprint(stdout, " [stopped]")
+		}
+		fmt.Fprintln(stdout)
+		history = append(history, chat.Message{Role: "assistant", Content: strings.TrimSpace(reply.String())})
+	}
+}
+
+// fitHistory renders the conversation and drops its oldest exchanges
+// (keeping a system prompt and the last message) until it fits budget
+// tokens. It returns the prompt's tokens and how many messages went.
+func fitHistory(e *engine.Engine, tmpl *chat.Template, history *[]chat.Message, budget int) ([]int32, int, error) {
+	dropped := 0
+	for {
+		text, err := tmpl.Render(*history, true)
+		if err != nil {
+			return nil, dropped, err
+		}
+		ids, err := chat.Tokens(e.Tok, text)
+		if err != nil {
+			return nil, dropped, err
+		}
+		if len(ids) <= budget {
+			return ids, dropped, nil
+		}
+		h := *history
+		first := 0
+		if len(h) > 0 && h[0].Role == "system" {
+			first = 1
+		}
+		if len(h)-first <= 1 {
+			return nil, dropped, fmt.Errorf("the message is %d tokens: too long for the context (%d tokens for the prompt)", len(ids), budget)
+		}
+		// Drop a user/assistant pair so roles still alternate.
+		k := min(2, len(h)-first-1)
+		*history = append(h[:first], h[first+k:]...)
+		dropped += k
+	}
+}
+
+// builtinTemplate is --template: a built-in format with the model's BOS/EOS.
+func builtinTemplate(e *engine.Engine, name string) (*chat.Template, error) {
+	bos, eos := "", ""
+	if id := e.Tok.BOS(); id >= 0 {
+		bos = e.Tok.Piece(id)
+	}
+	if id := e.Tok.EOS(); id >= 0 {
+		eos = e.Tok.Piece(id)
+	}
+	return chat.Builtin(name, bos, eos)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"strconv"
+
+	shadelib "shade"
+	"shade/engine"
+	"shade/server"
+	"shade/spec"
+)
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
+	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
+	draftPath := fs.String("draft", "", "draft model `file` for speculative decoding (same vocabulary as -m)")
+	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
+	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
+	host := fs.String("host", "127.0.0.1", "address to listen on (only loopback is safe without --api-key)")
+	port := fs.Int("port", 8080, "TCP port (0: any free port, printed on stderr)")
+	apiKey := fs.String("api-key", os.Getenv("SHADE_API_KEY"), "require \"Authorization: Bearer KEY\" (default: $SHADE_API_KEY)")
+	queue := fs.Int("queue", 16, "generation requests waiting or running at once; more get 429")
+	ctxSize := fs.Int("ctx", 0, "context size in tokens per request (0: the model's, at most 4096)")
+	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
+	modelID := fs.String("model-id", "", "model id in the API (default: the file's base name)")
+	template := fs.String("template", "", "chat template: llama-2, llama-3 or chatml instead of the file's own")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *modelPath == "" {
+		fs.Usage()
+		if *modelPath == "" {
+			return fmt.Errorf("-m MODEL.gguf is required")
+		}
+		return fmt.Errorf("unexpected arguments %q", pos)
+	}
+	if *port < 0 || *port > 65535 || *queue < 1 {
+		return fmt.Errorf("--port must be in [0, 65535] and --queue at least 1")
+	}
+	cfg, err := specConfig(*specMode, *draftPath, *draftMax)
+	if err != nil {
+		return err
+	}
+	e, err := loadEngine(*modelPath, *draftPath, *threads)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	logger := log.New(stderr, "", log.LstdFlags)
+	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger}
+	if *template != "" {
+		if opt.Template, err = builtinTemplate(e, *template); err != nil {
+			return err
+		}
+	}
+	srv := server.New(e, opt)
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	if ip := net.ParseIP(*host); (ip == nil || !ip.IsLoopback()) && *host != "localhost" && *apiKey == "" {
+		fmt.Fprintf(stderr, "shade serve: warning: listening on %s without --api-key: anyone who can reach this address can use the model\n", *host)
+	}
+	fmt.Fprintf(stderr, "shade serve: %s (chat template %s, speculation %v) on http://%s — Ctrl-C stops\n",
+		srv.ModelID(), srv.Template().Name(), cfg.Mode, ln.Addr())
+	err = srv.Serve(ctx, ln)
+	fmt.Fprintf(stderr, "shade serve: stopped\n")
+	return err
+}
+
+// specConfig turns --spec/--draft/--draft-max into a spec.Config.
+func specConfig(mode, draft string, draftMax int) (spec.Config, error) {
+	m := spec.Off
+	if mode == "" && draft != "" {
+		m = spec.Auto
+	} else if mode != "" {
+		var err error
+		if m, err = spec.ParseMode(mode); err != nil {
+			return spec.Config{}, err
+		}
+	}
+	if (m == spec.Chain || m == spec.TreeM) && draft == "" {
+		return spec.Config{}, fmt.Errorf("--spec %v needs a draft model (--draft FILE)", m)
+	}
+	if draftMax < 1 || draftMax > 64 {
+		return spec.Config{}, fmt.Errorf("--draft-max must be in [1, 64]")
+	}
+	return spec.Config{Mode: m, DraftMax: draftMax}, nil
+}
+
+// modelFile finds a model: a path, or a USER/REPO/FILE.gguf reference
+// already pulled into the cache.
+func modelFile(ref string) string {
+	if _, err := os.Stat(ref); err == nil {
+		return ref
+	}
+	if dir, err := shadelib.ModelDir(); err == nil {
+		if _, dst, err := shadelib.Resolve(ref, "", dir); err == nil {
+			if _, err := os.Stat(dst); err == nil {
+				return dst
+			}
+		}
+	}
+	return ref
+}
+
+func loadEngine(path, draft string, threads int) (*engine.Engine, error) {
+	e, err := engine.Load(modelFile(path), threads)
+	if err != nil {
+		return nil, err
+	}
+	if draft != "" {
+		if err := e.LoadDraft(modelFile(draft)); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}

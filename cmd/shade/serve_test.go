@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from one goroutine and read from another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeCommand(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	code := make(chan int)
+	go func() {
+		code <- runMain(ctx, []string{"serve", "-m", model, "--port", "0", "--spec", "ngram", "--api-key", "k"}, &out, &errOut)
+	}()
+	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		url = addr.FindString(errOut.String())
+	}
+	if url == "" {
+		cancel()
+		t.Fatalf("no address in %q", errOut.String())
+	}
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8}`))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"chat.completion"`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 || !strings.Contains(errOut.String(), "stopped") {
+			t.Fatalf("exit %d: %s", c, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, args := range [][]string{{"serve"}, {"serve", "-m", "x.gguf", "--spec", "tree"}, {"serve", "-m", "x.gguf", "--port", "70000"}} {
+		if code, _, _ := shade(t, args...); code == 0 {
+			t.Errorf("%v: exit 0", args)
+		}
+	}
+	if code, _, errOut := shade(t, "serve", "-m", os.DevNull); code != 1 || errOut == "" {
+		t.Errorf("bad model: exit %d %q", code, errOut)
+	}
+}
+
+// chatSession runs shade chat over scripted input and fake interrupts.
+func TestChatCommand(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	sigs := make(chan os.Signal, 1)
+	chatInterrupts = func() (<-chan os.Signal, func()) { return sigs, func() {} }
+	defer func() { chatInput, chatBeforeStep = os.Stdin, nil }()
+	chatInput = strings.NewReader("Tell me a story\n\n/reset\nWho is Lily?\n/exit\nnot read\n")
+	code, out, errOut := shade(t, "chat", "-m", model, "--temp", "0", "-n", "12", "--system", "Be kind.")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Count(out, "> ") != 5 || !strings.Contains(errOut, "template llama-2") || !strings.Contains(errOut, "forgotten") {
+		t.Fatalf("stdout %q\nstderr %q", out, errOut)
+	}
+	replies := strings.Split(out, "> ")
+	if len(strings.TrimSpace(replies[1])) == 0 || len(strings.TrimSpace(replies[4])) == 0 {
+		t.Fatalf("empty replies in %q", out)
+	}
+
+	// Ctrl-C during a reply stops that reply only.
+	chatBeforeStep = func() { time.Sleep(2 * time.Millisecond) }
+	chatInput = &interruptingReader{lines: []string{"Tell me a long story\n", "/exit\n"}, sigs: sigs}
+	code, out, errOut = shade(t, "chat", "-m", model, "--temp", "0", "-n", "400")
+	if code != 0 || !strings.Contains(out, "[stopped]") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// interruptingReader hands out its lines; before the second it "presses
+// Ctrl-C" (the first reply is then being generated).
+type interruptingReader struct {
+	lines []string
+	sigs  chan os.Signal
+	n     int
+}
+
+func (r *interruptingReader) Read(p []byte) (int, error) {
+	if r.n >= len(r.lines) {
+		return 0, io.EOF
+	}
+	if r.n == 1 {
+		r.sigs <- os.Interrupt
+		time.Sleep(50 * time.Millisecond) // let the reply notice it before /exit arrives
+	}
+	n := copy(p, r.lines[r.n])
+	r.n++
+	return n, nil
+}
