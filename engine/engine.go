@@ -21,10 +21,13 @@ import (
 
 // Engine is a loaded model with its tokenizer.
 type Engine struct {
-	Model    *model.Model
-	Tok      *tokenizer.Tokenizer
-	Draft    *model.Model // optional draft model for speculative decoding
-	LoadTime time.Duration
+	Model *model.Model
+	Tok   *tokenizer.Tokenizer
+	Draft *model.Model // optional draft model for speculative decoding
+	// DraftRanks is what drafting has learned of the draft's acceptance by
+	// sibling rank; requests share it.
+	DraftRanks *spec.RankStats
+	LoadTime   time.Duration
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -83,6 +86,7 @@ func (e *Engine) LoadDraft(path string) error {
 		e.Draft.File.Close()
 	}
 	e.Draft = m
+	e.DraftRanks = new(spec.RankStats)
 	return nil
 }
 
@@ -211,6 +215,7 @@ func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string)
 		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
 			return st, err
 		}
+		drafter.ShareRankStats(e.DraftRanks)
 	}
 	dec, err := spec.NewDecoder(s, sampler, drafter, r.Spec)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"shade/model"
 	"shade/sample"
@@ -33,14 +34,21 @@ type ModelDrafter struct {
 	logits  []float32
 	rows    []int
 	cands   []cand
-	batch   model.Batch
+
+	// Acceptance by sibling rank, from verification so far (decayed):
+	// how often the target kept a node of that rank once it had reached
+	// the node's parent. It calibrates which nodes a tree spends its rows on.
+	nodeRanks []int // per node of the last draft
+	ranks     *RankStats
+	batch     model.Batch
 }
 
 // cand is a possible child during expansion.
 type cand struct {
 	parent int32 // node, or -1
 	tok    int32
-	score  float64 // log-probability of the path
+	score  float64 // log of the estimated chance the node is accepted
+	rank   int     // 0 for its parent's most likely child, 1 for the next, …
 	order  int     // rank among its siblings' draws (stochastic drafts)
 	q      []sample.Candidate
 }
@@ -60,7 +68,14 @@ func NewModelDrafter(m *model.Model, ctx int, params sample.Params) (*ModelDraft
 	if err != nil {
 		return nil, err
 	}
-	return &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab)}, nil
+	return &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}, nil
+}
+
+// ShareRankStats makes the drafter learn into (and start from) st.
+func (d *ModelDrafter) ShareRankStats(st *RankStats) {
+	if st != nil {
+		d.ranks = st
+	}
 }
 
 // Model returns the draft model.
@@ -102,6 +117,7 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 	d.rootRow = int32(len(feed) - 1)
 	d.fed = d.fed[:0]
 	d.nodeRow = d.nodeRow[:0]
+	d.nodeRanks = d.nodeRanks[:0]
 	if err := d.s.Logits([]int{len(feed) - 1}, d.logits); err != nil {
 		return err
 	}
@@ -123,6 +139,7 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 		frontier = frontier[:0]
 		frontierScore = frontierScore[:0]
 		for _, c := range chosen {
+			d.nodeRanks = append(d.nodeRanks, c.rank)
 			frontier = append(frontier, t.Add(c.tok, c.parent, c.q))
 			frontierScore = append(frontierScore, c.score)
 			d.fed = append(d.fed, false)
@@ -170,8 +187,9 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width int) {
 	if d.sampler.Params().Greedy() {
 		lse := logSumExp(logits)
-		for _, id := range topIDs(logits, width) {
-			d.cands = append(d.cands, cand{parent: p, tok: id, score: score + float64(logits[id]) - lse})
+		for rank, id := range topIDs(logits, width) {
+			d.cands = append(d.cands, cand{parent: p, tok: id, rank: rank,
+				score: score + d.nodeScore(rank, float64(logits[id])-lse)})
 		}
 		return
 	}
@@ -200,7 +218,8 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 		if pick < 0 {
 			break
 		}
-		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, score: score + math.Log(float64(q[pick].P)), order: order, q: q})
+		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, rank: order, order: order, q: q,
+			score: score + d.nodeScore(order, math.Log(float64(q[pick].P)))})
 		mass -= left[pick]
 		left[pick] = 0
 	}
@@ -209,6 +228,61 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 // siblingRatio is how likely, relative to the best node of its level, a
 // node must be to enter the tree.
 const siblingRatio = 0.2
+
+const maxRanks = 16
+
+// RankStats is the acceptance of draft nodes by sibling rank, learned from
+// verification. It outlives a generation: an engine keeps one per draft
+// model so each request starts from what earlier ones learned.
+// It is safe for concurrent use.
+type RankStats struct {
+	mu                sync.Mutex
+	drafted, accepted [maxRanks]float64
+}
+
+// nodeScore is the log of the estimated chance that a node of the given
+// sibling rank is accepted once its parent is: the acceptance observed for
+// that rank, with a prior that favours the draft's first choice, blended
+// with the draft's own probability (logp) until evidence accumulates.
+func (d *ModelDrafter) nodeScore(rank int, logp float64) float64 {
+	rank = min(rank, maxRanks-1)
+	prior := 0.7 / float64(1+3*rank) // 0.7, 0.18, 0.1, …
+	const weight = 4                 // prior strength, in observations
+	st := d.ranks
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	rate := (st.accepted[rank] + weight*prior) / (st.drafted[rank] + weight)
+	w := st.drafted[rank] / (st.drafted[rank] + 2*weight)
+	return w*math.Log(max(rate, 1e-6)) + (1-w)*logp
+}
+
+// observe updates the per-rank acceptance from a verified tree: a node
+// counts once the target reached its parent (the pending token or an
+// accepted node).
+func (d *ModelDrafter) observe(t *Tree, path []int32) {
+	reached := map[int32]bool{-1: true}
+	kept := map[int32]bool{}
+	for _, n := range path {
+		reached[n], kept[n] = true, true
+	}
+	st := d.ranks
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := range st.drafted {
+		st.drafted[i] *= 0.98
+		st.accepted[i] *= 0.98
+	}
+	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRanks); n++ {
+		if !reached[t.Parent[n]] {
+			continue
+		}
+		r := min(d.nodeRanks[n], maxRanks-1)
+		st.drafted[r]++
+		if kept[n] {
+			st.accepted[r]++
+		}
+	}
+}
 
 // choose keeps the n most likely candidates. A sampled child is kept only
 // with every earlier draw of its parent, so each node's children remain a
@@ -261,6 +335,7 @@ func (d *ModelDrafter) Accepted(ctx []int32, t *Tree, path []int32) error {
 	if d.s.Rows() == 0 && len(d.fed) == 0 {
 		return nil
 	}
+	d.observe(t, path)
 	rows := make([]int, 0, int(d.rootRow)+1+len(path))
 	for r := 0; r <= int(d.rootRow); r++ {
 		rows = append(rows, r)
