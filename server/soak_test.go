@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"shade/engine"
+	"shade/sample"
 )
 
 // soak sends n requests from `workers` clients: streamed or not, foreground
@@ -145,7 +148,27 @@ func TestSoak(t *testing.T) {
 // over all clients) and request latency (p50, p99) and time to first
 // token with 1, 4 and 16 concurrent streaming clients of 32 tokens each.
 func BenchmarkConcurrent(b *testing.B) {
-	s := New(stories(b), Options{QueueSize: 64})
+	e := stories(b)
+	// The same generations straight on the engine, no HTTP: the baseline.
+	b.Run("direct", func(b *testing.B) {
+		start := time.Now()
+		for i := range b.N {
+			ids, _ := e.Tok.Encode(fmt.Sprintf("Once upon a time %d", i%7), true, true)
+			sess, err := e.NewSession(engine.Request{MaxTokens: 32, IgnoreEOS: true,
+				Sampling: sample.Params{Temp: 1, TopP: 1, RepeatPenalty: 1, Seed: uint64(i)}}, ids)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for !sess.Done() {
+				if _, err := sess.Step(context.Background(), func(string) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(32*b.N)/time.Since(start).Seconds(), "tok/s")
+		b.ReportMetric(0, "ns/op")
+	})
+	s := New(e, Options{QueueSize: 64})
 	ts := httptest.NewServer(s.Handler())
 	defer func() { ts.Close(); s.Close() }()
 	for _, clients := range []int{1, 4, 16} {
