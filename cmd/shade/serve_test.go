@@ -80,4 +80,3 @@ func TestServeFlags(t *testing.T) {
 		t.Errorf("bad model: exit %d %q", code, errOut)
 	}
 }
-
