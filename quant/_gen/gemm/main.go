@@ -225,7 +225,7 @@ func transpose16(p func(string, ...any), off int, r, x []string) []string {
 
 // fullKernel writes gemm<typ>Full<c>, the kernel for whole tiles of 16 rows:
 // it loads the rows' blocks with plain loads and transposes them in
-// registers (only the 16 scales are gathered). mask is ignored.
+// registers (the 16 scales are inserted word by word). mask is ignored.
 func fullKernel(p func(string, ...any), typ string, c int) {
 	name := fmt.Sprintf("gemm%sFull%d", typ, c)
 	p("")
@@ -238,15 +238,11 @@ func fullKernel(p func(string, ...any), typ string, c int) {
 	p("\tMOVQ side+32(FP), R9")
 	p("\tMOVQ ss+40(FP), R10")
 	p("\tMOVQ rb+64(FP), BX")
-	p("\tVPBROADCASTD BX, Z8")
-	p("\tVPMULLD gemmLanes<>(SB), Z8, Z8")
 	p("\tLEAQ (BX)(BX*2), R12")
 	p("\tLEAQ (BX)(BX*4), R13")
 	p("\tLEAQ (R12)(BX*4), R11")
 	p("\tLEAQ (SI)(BX*8), DI")
 	p("\tLEAQ (DI)(BX*8), R14")
-	p("\tMOVL $0xffff, AX")
-	p("\tKMOVW AX, K1")
 	blockBytes := 18
 	if typ == "Q4_0" {
 		p("\tMOVL $0x0f0f0f0f, AX")
@@ -267,8 +263,15 @@ func fullKernel(p func(string, ...any), typ string, c int) {
 	for off := 0; off < 16*blockBytes; off += 64 {
 		p("\t%s %d(R14)", fullPrefetch, off)
 	}
-	p("\tKMOVW K1, K2")
-	p("\tVPGATHERDD (SI)(Z8*1), K2, Z9")
+	// The 16 rows' scales, word by word into X9 (rows 0-7) and X15 (rows
+	// 8-15): cheaper than a gather on Zen 4.
+	for j := 0; j < 16; j++ {
+		x := "X9"
+		if j >= 8 {
+			x = "X15"
+		}
+		p("\tVPINSRW $%d, %s, %s, %s", j%8, rowAddr(0, j), x, x)
+	}
 	var w []string
 	if typ == "Q4_0" {
 		lo := transpose16(p, 2, []string{"Z0", "Z1", "Z2", "Z3"}, []string{"Z4", "Z5"})
@@ -320,7 +323,7 @@ func fullKernel(p func(string, ...any), typ string, c int) {
 			p("\tVPXORD Z10, %s, %s", r, r)
 		}
 	}
-	p("\tVPMOVDW Z9, Y9")
+	p("\tVINSERTI128 $1, X15, Y9, Y9")
 	p("\tVCVTPH2PS Y9, Z9")
 	dots(p, c, w, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
 	p("\tADDQ $%d, SI", blockBytes)
