@@ -90,3 +90,44 @@ func BenchmarkDecKernels(b *testing.B) {
 		}
 	}
 }
+
+// TestGemmFullMatchesTwin holds every whole-tile kernel (1 to gemmCols
+// activation rows) bit for bit against gemmGo on arbitrary weight bytes,
+// at tiles that do not start at row 0 and with a tile after them (which the
+// kernels prefetch), taking activation rows from inside a larger batch.
+func TestGemmFullMatchesTwin(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(43, 44))
+	const n = gemmCols + 3
+	for ti, typ := range []Type{Q4_0, Q8_0} {
+		for _, nb := range []int{1, 3, 33} {
+			rows, cols := 48, nb*32
+			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			a := gemmActs{n: n, nb: nb, q: make([]byte, n*nb*32), side: make([]uint32, 2*n*nb)}
+			xq := make([]byte, nb*q8_0Bytes)
+			for i := 0; i < n; i++ {
+				quantizeQ8_0(testData(rng, cols), xq)
+				a.put(typ, i, xq)
+			}
+			rb := m.rowBytes()
+			for c := 1; c <= gemmCols; c++ {
+				i0, r0 := 2, 16
+				got := make([]float32, c*rows)
+				want := make([]float32, c*rows)
+				gemmKernels[ti][1][c-1](&m.Data[r0*rb], nb, &a.q[i0*32], n*32, &a.side[2*i0], n*8, &got[0], rows*4, rb, 0xffff)
+				gemmGo(typ, m.Data, rb, r0, gemmRows, &a, i0, c, want, rows)
+				for i := 0; i < c; i++ {
+					for r := 0; r < gemmRows; r++ {
+						g, w := got[i*rows+r], want[i*rows+r]
+						if math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("%v %d blocks, %d activation rows: y[%d][%d] = %v (%#x), gemmGo %v (%#x)",
+								typ, nb, c, i, r0+r, g, math.Float32bits(g), w, math.Float32bits(w))
+						}
+					}
+				}
+			}
+		}
+	}
+}
