@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"shade/gguf"
@@ -27,7 +28,13 @@ type Engine struct {
 	// DraftRanks is what drafting has learned of the draft's acceptance by
 	// sibling rank; requests share it.
 	DraftRanks *spec.RankStats
-	LoadTime   time.Duration
+	// SpecEstimates is what auto mode has learned of acceptance and step
+	// costs with this target and draft; requests share it.
+	SpecEstimates *spec.Estimates
+
+	estMu          sync.Mutex
+	ngramEstimates *spec.Estimates
+	LoadTime       time.Duration
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -87,6 +94,7 @@ func (e *Engine) LoadDraft(path string) error {
 	}
 	e.Draft = m
 	e.DraftRanks = new(spec.RankStats)
+	e.SpecEstimates = spec.NewEstimates()
 	return nil
 }
 
@@ -217,7 +225,11 @@ func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string)
 		}
 		drafter.ShareRankStats(e.DraftRanks)
 	}
-	dec, err := spec.NewDecoder(s, sampler, drafter, r.Spec)
+	cfg := r.Spec
+	if cfg.Estimates == nil {
+		cfg.Estimates = e.estimates()
+	}
+	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)
 	if err != nil {
 		return st, err
 	}
@@ -281,6 +293,23 @@ loop:
 		return st, ctx.Err()
 	}
 	return st, nil
+}
+
+// estimates returns the auto-mode estimates requests share: the draft's if
+// one is loaded, else the target's own (n-gram drafting).
+func (e *Engine) estimates() *spec.Estimates {
+	e.estMu.Lock()
+	defer e.estMu.Unlock()
+	if e.Draft != nil {
+		if e.SpecEstimates == nil {
+			e.SpecEstimates = spec.NewEstimates()
+		}
+		return e.SpecEstimates
+	}
+	if e.ngramEstimates == nil {
+		e.ngramEstimates = spec.NewEstimates()
+	}
+	return e.ngramEstimates
 }
 
 func (e *Engine) finish(st Stats, t1 time.Time, dec *spec.Decoder) Stats {

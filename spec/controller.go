@@ -2,8 +2,25 @@ package spec
 
 import (
 	"math"
+	"sync"
 	"time"
 )
+
+// Estimates hold auto mode's learned acceptance and costs. They can be
+// shared by every generation of the same target and draft on a machine
+// (engine keeps one), so a new request does not pay to learn them again.
+// Safe for concurrent use.
+type Estimates struct {
+	mu sync.Mutex
+	c  controller
+}
+
+// NewEstimates returns estimates with no observations (a weak prior).
+func NewEstimates() *Estimates {
+	e := &Estimates{}
+	e.c.init(64)
+	return e
+}
 
 type draftKind int
 
@@ -25,7 +42,8 @@ const (
 // nothing, probing with one token now and then so that it notices when
 // drafts become good again.
 type controller struct {
-	max        int
+	max        int        // longest draft the estimates cover
+	limit      int        // the current decoder's --draft-max
 	succ, tri  [3]float64 // decayed accepted / tried tokens per drafter
 	draftTok   float64    // seconds per drafted token (model)
 	verify1    float64    // seconds of a one-row verify
@@ -43,7 +61,7 @@ const (
 )
 
 func (c *controller) init(maxLen int) {
-	c.max = maxLen
+	c.max, c.limit = maxLen, maxLen
 	for k := range c.succ { // a weak prior: acceptance 0.5
 		c.succ[k], c.tri[k] = 1, 2
 	}
@@ -84,7 +102,11 @@ func (c *controller) alpha(kind draftKind) float64 {
 }
 
 // best returns the draft length with the best expected rate, 0 for none.
+// Until the draft model's cost is measured, drafts stay short.
 func (c *controller) best(kind draftKind, perToken float64, limit int) int {
+	if kind == draftModel && perToken == 0 {
+		limit = min(limit, 2)
+	}
 	a := c.alpha(kind)
 	bestK, bestRate := 0, 1/c.verify1
 	for k := 1; k <= limit; k++ {
@@ -121,4 +143,4 @@ func (c *controller) plainStep() bool {
 
 func (c *controller) ngramLen(limit int) int { return c.best(draftNgram, 0, min(c.max, limit)) }
 
-func (c *controller) modelLen() int { return c.best(draftModel, c.draftTok, c.max) }
+func (c *controller) modelLen() int { return c.best(draftModel, c.draftTok, min(c.max, c.limit)) }

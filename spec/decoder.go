@@ -43,6 +43,10 @@ type Config struct {
 	TreeDepth int // tree levels (tree mode; default DraftMax)
 	NgramMin  int // n-gram lengths looked up (default 2…4)
 	NgramMax  int
+	// Estimates, if set, is where auto mode keeps what it learns of
+	// acceptance and step costs, so that later generations with the same
+	// models start from it; nil keeps them per decoder.
+	Estimates *Estimates
 }
 
 func (c *Config) defaults() {
@@ -108,7 +112,7 @@ type Decoder struct {
 	verify        *verifier
 	draft         *ModelDrafter
 	ngram         *Ngram
-	ctl           controller
+	ctl           *Estimates
 	lastDraftKind draftKind
 
 	ctx    []int32 // accepted text; its last token is the pending one
@@ -137,7 +141,10 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 	if cfg.Mode == NgramM || cfg.Mode == Auto {
 		d.ngram = NewNgram(cfg.NgramMin, cfg.NgramMax)
 	}
-	d.ctl.init(cfg.DraftMax)
+	d.ctl = cfg.Estimates
+	if d.ctl == nil {
+		d.ctl = NewEstimates()
+	}
 	return d, nil
 }
 
@@ -248,7 +255,9 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	if d.lastDraftKind == draftModel {
 		catchup = d.draft.catchup
 	}
-	d.ctl.observe(n, len(path), t1.Sub(t0), t2.Sub(t1), d.lastDraftKind, catchup)
+	d.ctl.mu.Lock()
+	d.ctl.c.observe(n, len(path), t1.Sub(t0), t2.Sub(t1), d.lastDraftKind, catchup)
+	d.ctl.mu.Unlock()
 	return out, nil
 }
 
@@ -317,18 +326,29 @@ func (d *Decoder) makeDraft() error {
 	}
 	// Auto: n-gram lookup is nearly free, so try it first; the controller
 	// sizes the model draft (possibly to nothing).
-	if d.ctl.plainStep() {
+	d.ctl.mu.Lock()
+	plain := d.ctl.c.plainStep()
+	kNgram, kModel := 0, 0
+	if !plain {
+		kNgram = d.ctl.c.ngramLen(min(d.cfg.DraftMax, room))
+	}
+	d.ctl.mu.Unlock()
+	if plain {
 		d.ngram.sync(d.ctx)
 		return nil
 	}
-	if k := d.ctl.ngramLen(min(d.cfg.DraftMax, room)); k > 0 && d.ngram.Propose(d.ctx, k, &d.tree) > 0 {
+	if kNgram > 0 && d.ngram.Propose(d.ctx, kNgram, &d.tree) > 0 {
 		d.lastDraftKind = draftNgram
 		return nil
 	}
 	if d.draft == nil {
 		return nil
 	}
-	k := min(d.ctl.modelLen(), room)
+	d.ctl.mu.Lock()
+	d.ctl.c.limit = d.cfg.DraftMax
+	kModel = d.ctl.c.modelLen()
+	d.ctl.mu.Unlock()
+	k := min(kModel, room)
 	if k <= 0 {
 		return nil
 	}
