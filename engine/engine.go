@@ -189,110 +189,17 @@ func (e *Engine) ContextSize(req int) int {
 // need one), decoding is speculative: the output is the same as without it
 // under greedy sampling, and identically distributed under sampling.
 func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string) error) (Stats, error) {
-	st := Stats{LoadDuration: e.LoadTime}
-	sampler, err := sample.New(r.Sampling)
+	ss, err := e.NewSession(r, nil)
 	if err != nil {
-		return st, err
+		return Stats{LoadDuration: e.LoadTime}, err
 	}
-	prompt, err := e.Tok.Encode(r.Prompt, true, true)
-	if err != nil {
-		return st, fmt.Errorf("engine: prompt: %w", err)
-	}
-	if len(prompt) == 0 {
-		return st, fmt.Errorf("engine: empty prompt (the tokenizer adds no BOS for this model)")
-	}
-	n := e.ContextSize(r.Ctx)
-	st.ContextCapacity = n
-	if len(prompt) >= n {
-		return st, fmt.Errorf("engine: %w: %d tokens, context is %d (raise --ctx)", ErrPromptTooLong, len(prompt), n)
-	}
-	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM) {
-		return st, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
-	}
-	// Room for the largest tree in flight past the last committed token.
-	spare := 0
-	if r.Spec.Mode != spec.Off {
-		spare = max(r.Spec.DraftMax, 8) + 1
-	}
-	s, err := e.Model.NewState(n + spare)
-	if err != nil {
-		return st, err
-	}
-	var drafter *spec.ModelDrafter
-	if e.Draft != nil && r.Spec.Mode != spec.Off && r.Spec.Mode != spec.NgramM {
-		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
-			return st, err
-		}
-		drafter.ShareRankStats(e.DraftRanks)
-	}
-	cfg := r.Spec
-	if cfg.Estimates == nil {
-		cfg.Estimates = e.estimates()
-	}
-	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)
-	if err != nil {
-		return st, err
-	}
-	if r.PrefillSize > 0 {
-		dec.Prefill = r.PrefillSize
-	}
-	st.PromptTokens = len(prompt)
-	st.PromptTokenIDs = prompt
-	for _, t := range prompt {
-		sampler.Accept(t)
-	}
-
-	t0 := time.Now()
-	if err := dec.Start(prompt); err != nil {
-		return st, err
-	}
-	st.PromptDuration = time.Since(t0)
-	st.PromptTPS = rate(len(prompt), st.PromptDuration)
-
-	detok := tokenizer.NewDecoder(e.Tok)
-	t1 := time.Now()
-	st.StopReason = "length"
-	var out []int32
-loop:
-	for r.MaxTokens <= 0 || st.GenTokens < r.MaxTokens {
-		if err := ctx.Err(); err != nil {
-			st.StopReason = "canceled"
-			break
-		}
-		if s.Len()+1 >= n {
-			st.StopReason = "context"
-			break
-		}
-		if out, err = dec.Step(out[:0]); err != nil {
-			return e.finish(st, t1, dec), err
-		}
-		for _, next := range out {
-			if !r.IgnoreEOS && e.Tok.IsEOG(next) {
-				st.StopReason = "eos"
-				break loop
-			}
-			st.Tokens = append(st.Tokens, next)
-			st.GenTokens++
-			if text := detok.Add(next); text != "" {
-				if err := emit(text); err != nil {
-					return e.finish(st, t1, dec), err
-				}
-			}
-			if r.MaxTokens > 0 && st.GenTokens >= r.MaxTokens {
-				break loop
-			}
+	defer ss.Close()
+	for {
+		done, err := ss.Step(ctx, emit)
+		if err != nil || done {
+			return ss.Stats(), err
 		}
 	}
-	if text := detok.Flush(); text != "" {
-		if err := emit(text); err != nil {
-			return e.finish(st, t1, dec), err
-		}
-	}
-	st = e.finish(st, t1, dec)
-	if st.StopReason == "canceled" {
-		return st, ctx.Err()
-	}
-	return st, nil
 }
 
 // estimates returns the auto-mode estimates requests share: the draft's if
@@ -310,15 +217,6 @@ func (e *Engine) estimates() *spec.Estimates {
 		e.ngramEstimates = spec.NewEstimates()
 	}
 	return e.ngramEstimates
-}
-
-func (e *Engine) finish(st Stats, t1 time.Time, dec *spec.Decoder) Stats {
-	st.GenDuration = time.Since(t1)
-	st.GenTPS = rate(st.GenTokens, st.GenDuration)
-	st.ResidentBytes = ResidentBytes()
-	ss := dec.Stats()
-	st.Spec = &ss
-	return st
 }
 
 func rate(n int, d time.Duration) float64 {

@@ -77,8 +77,13 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
 			return nil, err
 		}
+		drafter.ShareRankStats(e.DraftRanks)
 	}
-	dec, err := spec.NewDecoder(s, sampler, drafter, r.Spec)
+	cfg := r.Spec
+	if cfg.Estimates == nil {
+		cfg.Estimates = e.estimates()
+	}
+	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)
 	if err != nil {
 		return nil, err
 	}
