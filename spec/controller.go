@@ -46,6 +46,7 @@ type controller struct {
 	limit      int        // the current decoder's --draft-max
 	succ, tri  [3]float64 // decayed accepted / tried tokens per drafter
 	draftTok   float64    // seconds per drafted token (model)
+	ngramStep  float64    // seconds of one n-gram lookup
 	verify1    float64    // seconds of a one-row verify
 	verifyRow  float64    // seconds per extra verify row
 	sinceProbe [3]int
@@ -90,6 +91,9 @@ func (c *controller) observe(drafted, accepted int, draft, verify time.Duration,
 	if kind == draftModel && catchup <= 2 {
 		c.draftTok = ewma(c.draftTok, draft.Seconds()/float64(drafted))
 	}
+	if kind == draftNgram {
+		c.ngramStep = ewma(c.ngramStep, draft.Seconds())
+	}
 	c.succ[kind] = decay*c.succ[kind] + float64(accepted)
 	c.tri[kind] = decay*c.tri[kind] + float64(accepted)
 	if accepted < drafted {
@@ -108,12 +112,20 @@ func (c *controller) best(kind draftKind, perToken float64, limit int) int {
 		limit = min(limit, 2)
 	}
 	a := c.alpha(kind)
+	fixed := 0.0 // a cost every drafted step pays whatever its length
+	if kind == draftNgram {
+		fixed = c.ngramStep
+	}
 	bestK, bestRate := 0, 1/c.verify1
+	hopeless := true // even drafts that are always accepted would not pay
 	for k := 1; k <= limit; k++ {
+		cost := c.verify1 + c.verifyRow*float64(k) + perToken*float64(k) + fixed
 		e := (1 - math.Pow(a, float64(k+1))) / (1 - a)
-		rate := e / (c.verify1 + c.verifyRow*float64(k) + perToken*float64(k))
-		if rate > bestRate {
+		if rate := e / cost; rate > bestRate {
 			bestK, bestRate = k, rate
+		}
+		if float64(k+1)/cost > 1/c.verify1 {
+			hopeless = false
 		}
 	}
 	if bestK > 0 {
@@ -122,6 +134,11 @@ func (c *controller) best(kind draftKind, perToken float64, limit int) int {
 	}
 	if c.probeGap[kind] == 0 {
 		c.probeGap[kind] = probeEvery
+	}
+	if hopeless {
+		// Probing only learns acceptance, and acceptance cannot help: just
+		// refresh the costs now and then.
+		c.probeGap[kind] = maxProbeGap
 	}
 	if c.sinceProbe[kind]++; c.sinceProbe[kind] >= c.probeGap[kind] {
 		c.sinceProbe[kind] = 0
