@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"shade/bench"
-	"shade/engine"
 	"shade/model"
 	"shade/quant"
 	"shade/spec"
@@ -131,14 +130,11 @@ func benchModel(stderr io.Writer) (string, error) {
 func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--modes off,chain,tree,ngram,auto] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
 	modelPath := fs.String("m", "", "target model `file`")
-	draftPath := fs.String("draft", "", "draft model `file` (chain and tree modes need one)")
 	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare; off (plain decoding) always runs first as the baseline")
 	n := fs.Int("n", 64, "tokens generated per prompt")
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: five built-in prompts: story, math, code, chat)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
-	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
-	treeWidth := fs.Int("tree-width", 3, "nodes per tree level")
-	treeDepth := fs.Int("tree-depth", 0, "most tree levels (0: --draft-max)")
+	sf := addSpecFlags(fs, false)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -147,6 +143,10 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(pos) > 0 || *modelPath == "" {
 		fs.Usage()
 		return errUsage
+	}
+	specCfg, err := sf.config()
+	if err != nil {
+		return err
 	}
 	var ms []spec.Mode
 	for _, name := range strings.Split(*modes, ",") {
@@ -162,18 +162,13 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	e, err := engine.Load(*modelPath, *threads)
+	e, err := loadEngine(*modelPath, *sf.draft, *threads)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if *draftPath != "" {
-		if err := e.LoadDraft(*draftPath); err != nil {
-			return err
-		}
-	}
 	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n,
-		DraftMax: *draftMax, TreeWidth: *treeWidth, TreeDepth: *treeDepth,
+		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
 	if err != nil {
 		return err
@@ -183,7 +178,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", *modelPath, orDash(nonEmpty(*draftPath)), rep.Prompts, rep.Tokens)
+	fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", *modelPath, orDash(nonEmpty(*sf.draft)), rep.Prompts, rep.Tokens)
 	fmt.Fprintln(stdout, "mode      tok/s   speedup  acceptance  accepted/step  tokens/step  draft time  same output")
 	for _, r := range rep.Results {
 		fmt.Fprintf(stdout, "%-6s %8.2f   %6.2f×  %10.2f  %13.2f  %11.2f  %9.0f%%  %v\n",

@@ -30,8 +30,7 @@ var (
 func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("chat", "chat -m MODEL.gguf [--system TEXT] [-n N] [--temp T] [--draft DRAFT.gguf --spec MODE]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
-	draftPath := fs.String("draft", "", "draft model `file` for speculative decoding")
-	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
+	sf := addSpecFlags(fs, true)
 	system := fs.String("system", "", "system prompt")
 	n := fs.Int("n", 512, "most tokens per reply")
 	temp := fs.Float64("temp", 0.8, "sampling temperature; 0 is greedy")
@@ -54,7 +53,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *n < 1 {
 		return fmt.Errorf("-n must be at least 1")
 	}
-	cfg, err := specConfig(*specMode, *draftPath, 8)
+	cfg, err := sf.config()
 	if err != nil {
 		return err
 	}
@@ -66,7 +65,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		*seed = int64(rand.Uint32())
 	}
 	params.Seed = uint64(*seed)
-	e, err := loadEngine(*modelPath, *draftPath, *threads)
+	e, err := loadEngine(*modelPath, *sf.draft, *threads)
 	if err != nil {
 		return err
 	}

@@ -34,11 +34,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print the stats line as JSON")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-text tokens")
-	draftPath := fs.String("draft", "", "draft model `file` for speculative decoding (same vocabulary as -m)")
-	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
-	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
-	treeWidth := fs.Int("tree-width", 3, "nodes per level of a draft tree (--spec tree)")
-	treeDepth := fs.Int("tree-depth", 0, "most levels of a draft tree (--spec tree; 0: --draft-max)")
+	sf := addSpecFlags(fs, true)
 	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
@@ -72,33 +68,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := params.Validate(); err != nil {
 		return err
 	}
-	mode := spec.Off
-	if *specMode == "" && *draftPath != "" {
-		mode = spec.Auto
-	} else if *specMode != "" {
-		if mode, err = spec.ParseMode(*specMode); err != nil {
-			return err
-		}
+	specCfg, err := sf.config()
+	if err != nil {
+		return err
 	}
-	if (mode == spec.Chain || mode == spec.TreeM) && *draftPath == "" {
-		return fmt.Errorf("--spec %v needs a draft model (--draft FILE)", mode)
-	}
-	if *draftMax < 1 || *draftMax > 64 || *treeWidth < 1 || *treeWidth > 16 || *treeDepth < 0 || *treeDepth > 64 {
-		return fmt.Errorf("--draft-max must be in [1, 64], --tree-width in [1, 16], --tree-depth in [0, 64]")
-	}
-	e, err := engine.Load(path, *threads)
+	mode := specCfg.Mode
+	e, err := loadEngine(path, *sf.draft, *threads)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if *draftPath != "" {
-		if err := e.LoadDraft(*draftPath); err != nil {
-			return err
-		}
-	}
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
-		Spec: spec.Config{Mode: mode, DraftMax: *draftMax, TreeWidth: *treeWidth, TreeDepth: *treeDepth},
+		Spec: specCfg,
 	}
 	var ar *engine.Stats
 	if *compareAR && mode != spec.Off {

@@ -12,15 +12,12 @@ import (
 	shadelib "shade"
 	"shade/engine"
 	"shade/server"
-	"shade/spec"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
-	draftPath := fs.String("draft", "", "draft model `file` for speculative decoding (same vocabulary as -m)")
-	specMode := fs.String("spec", "", "speculation: auto, chain, tree, ngram or off (default: auto with --draft, else off)")
-	draftMax := fs.Int("draft-max", 8, "most tokens drafted per step")
+	sf := addSpecFlags(fs, true)
 	host := fs.String("host", "127.0.0.1", "address to listen on (only loopback is safe without --api-key)")
 	port := fs.Int("port", 8080, "TCP port (0: any free port, printed on stderr)")
 	apiKey := fs.String("api-key", os.Getenv("SHADE_API_KEY"), "require \"Authorization: Bearer KEY\" (default: $SHADE_API_KEY)")
@@ -43,11 +40,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *port < 0 || *port > 65535 || *queue < 1 {
 		return fmt.Errorf("--port must be in [0, 65535] and --queue at least 1")
 	}
-	cfg, err := specConfig(*specMode, *draftPath, *draftMax)
+	cfg, err := sf.config()
 	if err != nil {
 		return err
 	}
-	e, err := loadEngine(*modelPath, *draftPath, *threads)
+	e, err := loadEngine(*modelPath, *sf.draft, *threads)
 	if err != nil {
 		return err
 	}
@@ -73,26 +70,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	err = srv.Serve(ctx, ln)
 	fmt.Fprintf(stderr, "shade serve: stopped\n")
 	return err
-}
-
-// specConfig turns --spec/--draft/--draft-max into a spec.Config.
-func specConfig(mode, draft string, draftMax int) (spec.Config, error) {
-	m := spec.Off
-	if mode == "" && draft != "" {
-		m = spec.Auto
-	} else if mode != "" {
-		var err error
-		if m, err = spec.ParseMode(mode); err != nil {
-			return spec.Config{}, err
-		}
-	}
-	if (m == spec.Chain || m == spec.TreeM) && draft == "" {
-		return spec.Config{}, fmt.Errorf("--spec %v needs a draft model (--draft FILE)", m)
-	}
-	if draftMax < 1 || draftMax > 64 {
-		return spec.Config{}, fmt.Errorf("--draft-max must be in [1, 64]")
-	}
-	return spec.Config{Mode: m, DraftMax: draftMax}, nil
 }
 
 // modelFile finds a model: a path, or a USER/REPO/FILE.gguf reference
