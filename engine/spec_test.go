@@ -43,7 +43,9 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 		if !slices.Equal(st.Tokens, plain.Tokens) {
 			t.Errorf("%v: tokens differ from plain decoding\n got %v\nwant %v", cfg.Mode, st.Tokens, plain.Tokens)
 		}
-		if st.GenTokens != 70 || st.Spec == nil || (cfg.Mode != spec.NgramM && st.Spec.Drafted == 0) {
+		// Chain and tree always draft; auto may rightly decide that a draft
+		// as costly as the target (as here) never pays.
+		if st.GenTokens != 70 || st.Spec == nil || ((cfg.Mode == spec.Chain || cfg.Mode == spec.TreeM) && st.Spec.Drafted == 0) {
 			t.Errorf("%v: stats %+v / %+v", cfg.Mode, st, st.Spec)
 		}
 		if text.String() != e.Tok.Decode(plain.Tokens) {
