@@ -65,7 +65,7 @@ type State struct {
 	scratchF [][]float32 // per attention worker: (2·headDim)
 	visBuf   []int32
 	scratch  quant.Scratch
-	headNorm []float32 // (n, dim) for the LM head
+	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
 
 	slotBuf, rowBuf []int
 	attnLayer       int              // layer the attention workers run
