@@ -97,11 +97,7 @@ func printBench(w io.Writer, r *bench.Report) {
 // once (random weights; the built-in vocabulary padded to 128256 tokens so
 // the LM head has its real size).
 func benchModel(stderr io.Writer) (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	path := filepath.Join(dir, "shade", "bench-llama3-1b-q4_0.gguf")
+	path := cachePath("bench-llama3-1b-q4_0.gguf")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}

@@ -157,13 +157,19 @@ func shortFloat(x float32) float64 {
 	return v
 }
 
-// demoModel returns the path of the cached demo model, writing it once.
-func demoModel(stderr io.Writer) (string, error) {
+// cachePath is where shade keeps a model it made itself (the demo and
+// bench models): the user's cache directory, or the temporary one.
+func cachePath(name string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	path := filepath.Join(dir, "shade", "demo-tiny-q8_0.gguf")
+	return filepath.Join(dir, "shade", name)
+}
+
+// demoModel returns the path of the cached demo model, writing it once.
+func demoModel(stderr io.Writer) (string, error) {
+	path := cachePath("demo-tiny-q8_0.gguf")
 	if _, err := os.Stat(path); err != nil {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", err
