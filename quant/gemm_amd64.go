@@ -19,7 +19,10 @@ var haveVBMI = haveVNNI && cpu.X86.HasAVX512VBMI
 
 func init() {
 	if haveVNNI {
-		archHooks = append(archHooks, func(s *kernelSet) { s.gemm = gemmVNNI })
+		archHooks = append(archHooks, func(s *kernelSet) {
+			s.gemm = gemmVNNI
+			s.name += "+vnni"
+		})
 		UseGeneric(false)
 	}
 }
