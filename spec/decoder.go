@@ -43,6 +43,12 @@ type Config struct {
 	TreeDepth int // tree levels (tree mode; default DraftMax)
 	NgramMin  int // n-gram lengths looked up (default 2…4)
 	NgramMax  int
+	// RowByRowHead computes the LM head strictly one row at a time along
+	// the path being accepted, stopping at the first rejection, instead of
+	// one pass over the draft's best path (fewer rows computed, more passes
+	// over the head's weights: the better choice when the head is streamed
+	// from storage or the tree is wide).
+	RowByRowHead bool
 	// Estimates, if set, is where auto mode keeps what it learns of
 	// acceptance and step costs, so that later generations with the same
 	// models start from it; nil keeps them per decoder.
@@ -271,6 +277,9 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 // demand, so the LM head still never runs on rows nobody asked for.
 func (d *Decoder) predictLogits() error {
 	d.predicted = d.predicted[:0]
+	if d.cfg.RowByRowHead {
+		return nil
+	}
 	for row, node := 0, int32(-1); ; {
 		d.predicted = append(d.predicted, row)
 		next := int32(-1)

@@ -88,6 +88,7 @@ func TestGreedyLossless(t *testing.T) {
 		{Mode: Chain, DraftMax: 9},
 		{Mode: TreeM, DraftMax: 8, TreeWidth: 3, TreeDepth: 4},
 		{Mode: TreeM, DraftMax: 12, TreeWidth: 4, TreeDepth: 3},
+		{Mode: TreeM, DraftMax: 8, TreeWidth: 2, RowByRowHead: true},
 		{Mode: NgramM, DraftMax: 6},
 		{Mode: Auto, DraftMax: 6},
 	}
