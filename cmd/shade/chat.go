@@ -43,12 +43,8 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 || *modelPath == "" {
-		fs.Usage()
-		if *modelPath == "" {
-			return fmt.Errorf("-m MODEL.gguf is required")
-		}
-		return fmt.Errorf("unexpected arguments %q", pos)
+	if err := needModelOnly(fs, pos, *modelPath); err != nil {
+		return err
 	}
 	if *n < 1 {
 		return fmt.Errorf("-n must be at least 1")

@@ -125,3 +125,16 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	}
 	return fs
 }
+
+// needModelOnly checks that -m was given and that no positional arguments
+// were, printing the usage when not.
+func needModelOnly(fs *flag.FlagSet, pos []string, modelPath string) error {
+	if len(pos) == 0 && modelPath != "" {
+		return nil
+	}
+	fs.Usage()
+	if modelPath == "" {
+		return fmt.Errorf("-m MODEL.gguf is required")
+	}
+	return fmt.Errorf("unexpected arguments %q", pos)
+}

@@ -30,12 +30,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 || *modelPath == "" {
-		fs.Usage()
-		if *modelPath == "" {
-			return fmt.Errorf("-m MODEL.gguf is required")
-		}
-		return fmt.Errorf("unexpected arguments %q", pos)
+	if err := needModelOnly(fs, pos, *modelPath); err != nil {
+		return err
 	}
 	if *port < 0 || *port > 65535 || *queue < 1 {
 		return fmt.Errorf("--port must be in [0, 65535] and --queue at least 1")
