@@ -5,8 +5,8 @@
 // far, or both), and the controller that sizes drafts from the acceptance
 // and step costs it observes, with the Governor hook through which elastic
 // scheduling paces it (draft preemption, n-gram filling, sleeps). It drives
-// the model package's layer-granular
-// tree forward; it knows nothing of HTTP or the CLI.
+// the model package's layer-granular tree forward; it knows nothing of
+// HTTP or the CLI.
 package spec
 
 import "shade/sample"
