@@ -1,5 +1,6 @@
 // Command shade runs Llama-family GGUF models on the CPU. Subcommands: run,
-// inspect, synth, perplexity, bench (and bench spec), serve, chat, pull.
+// inspect, synth, perplexity, bench (and bench spec), serve, chat, pull,
+// calibrate.
 // `shade help` lists them; `shade CMD -h` gives each one's flags.
 package main
 
@@ -32,6 +33,7 @@ func init() {
 		{"serve", "OpenAI-compatible HTTP server (chat, completions, metrics) on 127.0.0.1", cmdServe},
 		{"chat", "interactive chat in the terminal with the model's chat template", cmdChat},
 		{"pull", "download a model (USER/REPO/FILE.gguf or URL) into the cache, resumable", cmdPull},
+		{"calibrate", "measure this device's costs for a model and store them beside it", cmdCalibrate},
 	}
 }
 
