@@ -334,3 +334,17 @@ func TestStreamerReadErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMeasureDisk(t *testing.T) {
+	path := writeModel(t, testShape, quant.Q8_0)
+	r, err := MeasureDisk(path, 0, 2<<20, []int{1, 3}, 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GBps <= 0 || len(r.ByReaders) != 2 || r.Bytes != 2<<20 || (r.Readers != 1 && r.Readers != 3) {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := MeasureDisk(path, 1<<40, 1<<20, nil, 0); err == nil {
+		t.Fatal("a range past the end of the file was measured")
+	}
+}
