@@ -20,6 +20,17 @@ const (
 	Tail
 )
 
+// ParseLayout reads a Layout by name: "spread" or "tail".
+func ParseLayout(s string) (Layout, error) {
+	switch s {
+	case "spread", "":
+		return Spread, nil
+	case "tail":
+		return Tail, nil
+	}
+	return Spread, fmt.Errorf("layout %q: want spread or tail", s)
+}
+
 func (l Layout) String() string {
 	if l == Tail {
 		return "tail"
