@@ -25,7 +25,7 @@ func addBudgetFlags(fs *flag.FlagSet) *budgetFlags {
 			"or a size (2GiB, 512MiB, 1.5GB, bytes). The draft, the target's embedding, head and norms and as many target layers as fit stay resident; "+
 			"the other layers are read from the model file with O_DIRECT for every forward pass (default: everything resident)"),
 		readAhead: fs.Int("read-ahead", weights.DefaultReadAhead, "with --dram-budget: streamed layers read ahead of the one computing (0: each read when needed)"),
-		layout: fs.String("stream-layout", "spread", "with --dram-budget: which layers stream: spread (evenly among the resident ones, so reads hide behind their compute) or tail (the last ones; for comparison)"),
+		layout:    fs.String("stream-layout", "spread", "with --dram-budget: which layers stream: spread (evenly among the resident ones, so reads hide behind their compute) or tail (the last ones; for comparison)"),
 	}
 }
 
