@@ -20,7 +20,7 @@ type Options struct {
 	SkipBandwidth bool
 	// Stream, if set, is the streamer serving the model's layers: the
 	// decode measurement then reports streaming against the storage's
-	// O_DIRECT bandwidth, read over DiskBytes of the model file (≤ 0: 1 GiB).
+	// O_DIRECT bandwidth, read over DiskBytes of the model file (≤ 0: 512 MiB).
 	Stream    *weights.Streamer
 	DiskBytes int64
 	// Progress, if set, is told what is being measured.
@@ -75,7 +75,7 @@ func (o *Options) defaults() {
 		o.BandwidthSize = 1 << 30
 	}
 	if o.DiskBytes <= 0 {
-		o.DiskBytes = 1 << 30
+		o.DiskBytes = 512 << 20
 	}
 }
 

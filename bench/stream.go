@@ -44,7 +44,7 @@ func startStream(o *Options, path string, dataOffset int64) *streamProbe {
 		return nil
 	}
 	p := &streamProbe{st: o.Stream, o: o}
-	p.disk, p.err = weights.MeasureDisk(path, dataOffset, o.DiskBytes, nil, 0)
+	p.disk, p.err = weights.MeasureDisk(path, weights.DiskOptions{Offset: dataOffset, Bytes: o.DiskBytes})
 	p.before = o.Stream.Stats()
 	return p
 }
@@ -54,7 +54,7 @@ func startStream(o *Options, path string, dataOffset int64) *streamProbe {
 // and fills the report.
 func (p *streamProbe) finish(path string, dataOffset int64, decodeTokS float64) (*StreamReport, error) {
 	d := p.st.Stats().Since(p.before)
-	again, err := weights.MeasureDisk(path, dataOffset, p.o.DiskBytes, nil, 0)
+	again, err := weights.MeasureDisk(path, weights.DiskOptions{Offset: dataOffset, Bytes: p.o.DiskBytes})
 	if p.err != nil {
 		return nil, p.err
 	}

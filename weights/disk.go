@@ -3,6 +3,7 @@ package weights
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,27 +11,42 @@ import (
 
 // DiskResult is the storage read bandwidth MeasureDisk found.
 type DiskResult struct {
-	GBps       float64         `json:"gb_per_s"` // best of ByReaders
-	Readers    int             `json:"readers"`  // concurrent readers of the best
-	ByReaders  map[int]float64 `json:"gb_per_s_by_readers"`
+	GBps       float64         `json:"gb_per_s"`            // best of ByReaders
+	Readers    int             `json:"readers"`             // concurrent readers of the best
+	ByReaders  map[int]float64 `json:"gb_per_s_by_readers"` // median of the repetitions
 	ChunkBytes int64           `json:"chunk_bytes"`
-	Bytes      int64           `json:"bytes_per_measurement"`
+	Bytes      int64           `json:"bytes_per_read_pass"`
+	Reps       int             `json:"reps"`
 	Direct     bool            `json:"o_direct"`
+}
+
+// DiskOptions say what MeasureDisk reads.
+type DiskOptions struct {
+	Offset, Bytes int64 // the file range read (Offset aligned down; ≤ 0 Bytes: 1 GiB)
+	Readers       []int // reader counts tried (nil: 1, 2 and 4)
+	ChunkBytes    int64 // size of each read (≤ 0: DefaultChunkBytes)
+	Reps          int   // passes over the range per reader count; the median counts (≤ 0: 3)
 }
 
 // MeasureDisk measures sequential read bandwidth of a file the way the
 // streamer reads: O_DIRECT (where the filesystem allows it), aligned reads
-// of chunk bytes into aligned buffers, several readers at once taking
-// consecutive chunks. It reads up to n bytes from offset off (aligned
-// down), once for each reader count, and reports the best. Reads bypass
-// the page cache, so a file read just before does not flatter it.
-func MeasureDisk(path string, off, n int64, readerCounts []int, chunk int64) (DiskResult, error) {
-	if chunk <= 0 {
-		chunk = DefaultChunkBytes
+// of ChunkBytes into aligned buffers, several readers at once taking
+// consecutive chunks. Each reader count reads the range Reps times; the
+// median counts, and the best reader count is reported. Reads bypass the
+// page cache, so a file read just before does not flatter it.
+func MeasureDisk(path string, o DiskOptions) (DiskResult, error) {
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = DefaultChunkBytes
 	}
-	chunk = alignUp(chunk)
-	if len(readerCounts) == 0 {
-		readerCounts = []int{1, DefaultReaders, 2 * DefaultReaders}
+	chunk := alignUp(o.ChunkBytes)
+	if len(o.Readers) == 0 {
+		o.Readers = []int{1, 2, 4}
+	}
+	if o.Bytes <= 0 {
+		o.Bytes = 1 << 30
+	}
+	if o.Reps <= 0 {
+		o.Reps = 3
 	}
 	f, direct, err := openDirect(path)
 	if err != nil {
@@ -41,24 +57,32 @@ func MeasureDisk(path string, off, n int64, readerCounts []int, chunk int64) (Di
 	if err != nil {
 		return DiskResult{}, fmt.Errorf("weights: disk bandwidth: %w", err)
 	}
-	off = alignDown(max(off, 0))
-	end := alignDown(min(st.Size(), off+n))
+	off := alignDown(max(o.Offset, 0))
+	end := alignDown(min(st.Size(), off+o.Bytes))
 	if end-off < chunk {
 		return DiskResult{}, fmt.Errorf("weights: disk bandwidth: %s has %d bytes to read from offset %d, fewer than one %d-byte read", path, max(end-off, 0), off, chunk)
 	}
-	res := DiskResult{ByReaders: map[int]float64{}, ChunkBytes: chunk, Bytes: end - off, Direct: direct}
-	for _, readers := range readerCounts {
-		readers = max(readers, 1)
-		gbps, err := readRange(f, off, end, readers, chunk)
-		if err != nil {
-			return res, fmt.Errorf("weights: disk bandwidth of %s: %w", path, err)
+	res := DiskResult{ByReaders: map[int]float64{}, ChunkBytes: chunk, Bytes: end - off, Reps: o.Reps, Direct: direct}
+	samples := map[int][]float64{}
+	for range o.Reps { // interleaved, so that a slow moment of a shared disk hits every count alike
+		for _, readers := range o.Readers {
+			readers = max(readers, 1)
+			gbps, err := readRange(f, off, end, readers, chunk)
+			if err != nil {
+				return res, fmt.Errorf("weights: disk bandwidth of %s: %w", path, err)
+			}
+			if !direct {
+				dropCache(f, off, end-off)
+			}
+			samples[readers] = append(samples[readers], gbps)
 		}
-		if !direct {
-			dropCache(f, off, end-off)
-		}
-		res.ByReaders[readers] = gbps
-		if gbps > res.GBps {
-			res.GBps, res.Readers = gbps, readers
+	}
+	for readers, s := range samples {
+		slices.Sort(s)
+		m := s[len(s)/2]
+		res.ByReaders[readers] = m
+		if m > res.GBps || (m == res.GBps && readers < res.Readers) {
+			res.GBps, res.Readers = m, readers
 		}
 	}
 	return res, nil

@@ -337,14 +337,14 @@ func TestStreamerReadErrors(t *testing.T) {
 
 func TestMeasureDisk(t *testing.T) {
 	path := writeModel(t, testShape, quant.Q8_0)
-	r, err := MeasureDisk(path, 0, 2<<20, []int{1, 3}, 256<<10)
+	r, err := MeasureDisk(path, DiskOptions{Bytes: 2 << 20, Readers: []int{1, 3}, ChunkBytes: 256 << 10, Reps: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.GBps <= 0 || len(r.ByReaders) != 2 || r.Bytes != 2<<20 || (r.Readers != 1 && r.Readers != 3) {
 		t.Fatalf("%+v", r)
 	}
-	if _, err := MeasureDisk(path, 1<<40, 1<<20, nil, 0); err == nil {
+	if _, err := MeasureDisk(path, DiskOptions{Offset: 1 << 40}); err == nil {
 		t.Fatal("a range past the end of the file was measured")
 	}
 }
