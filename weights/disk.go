@@ -18,6 +18,8 @@ type DiskResult struct {
 	Bytes      int64           `json:"bytes_per_read_pass"`
 	Reps       int             `json:"reps"`
 	Direct     bool            `json:"o_direct"`
+	// Samples are every pass's GB/s by reader count.
+	Samples map[int][]float64 `json:"samples_gb_per_s_by_readers"`
 }
 
 // DiskOptions say what MeasureDisk reads.
@@ -77,15 +79,43 @@ func MeasureDisk(path string, o DiskOptions) (DiskResult, error) {
 			samples[readers] = append(samples[readers], gbps)
 		}
 	}
-	for readers, s := range samples {
+	res.Samples = samples
+	res.summarize()
+	return res, nil
+}
+
+// summarize sets ByReaders, GBps and Readers from Samples.
+func (r *DiskResult) summarize() {
+	r.ByReaders, r.GBps, r.Readers = map[int]float64{}, 0, 0
+	for readers, s := range r.Samples {
+		s = slices.Clone(s)
 		slices.Sort(s)
 		m := s[len(s)/2]
-		res.ByReaders[readers] = m
-		if m > res.GBps || (m == res.GBps && readers < res.Readers) {
-			res.GBps, res.Readers = m, readers
+		if len(s)%2 == 0 {
+			m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		r.ByReaders[readers] = m
+		if m > r.GBps || (m == r.GBps && readers < r.Readers) {
+			r.GBps, r.Readers = m, readers
 		}
 	}
-	return res, nil
+}
+
+// Merge pools the samples of two measurements of the same file (say, one
+// before and one after a run, so that a shared disk's slow or fast moment
+// does not decide alone) and summarizes them again.
+func (r DiskResult) Merge(o DiskResult) DiskResult {
+	out := r
+	out.Samples = map[int][]float64{}
+	for _, src := range []DiskResult{r, o} {
+		for k, v := range src.Samples {
+			out.Samples[k] = append(out.Samples[k], v...)
+		}
+	}
+	out.Reps = r.Reps + o.Reps
+	out.Direct = r.Direct && o.Direct
+	out.summarize()
+	return out
 }
 
 // readRange reads [off, end) with readers goroutines taking chunks in turn.

@@ -18,7 +18,7 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--threads N] [--json]", stderr)
+	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--threads N] [--json]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")

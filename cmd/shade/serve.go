@@ -15,7 +15,7 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
+	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
 	sf := addSpecFlags(fs, true)
 	bf := addBudgetFlags(fs)
