@@ -39,7 +39,8 @@ const (
 type Options struct {
 	// ReadAhead is how many streamed layers are read ahead of the one
 	// computing, wrapping around into the next pass; 0 reads each layer
-	// only when the pass asks for it. It costs one layer buffer each.
+	// only when the pass asks for it. It costs one layer buffer each, and
+	// is capped at the number of streamed layers.
 	ReadAhead int
 	// Readers is how many reads of ChunkBytes are in flight at once for
 	// one layer (storage needs a queue to reach its bandwidth); ≤ 0:
@@ -215,7 +216,10 @@ func NewStreamer(m *model.Model, plan Plan, o Options) (*Streamer, error) {
 		}
 		s.wantAt[i] = next
 	}
-	for range o.ReadAhead + 1 {
+	// Reading further ahead than one pass would only read the same layers
+	// twice into more memory.
+	s.o.ReadAhead = min(s.o.ReadAhead, len(s.order))
+	for range s.o.ReadAhead + 1 {
 		s.free = append(s.free, &slot{buf: alignedBuffer(s.bufBytes), done: make(chan error, 1)})
 	}
 	s.reqs = make(chan *slot, len(s.free))
