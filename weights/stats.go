@@ -31,7 +31,7 @@ type Stats struct {
 	BytesRead  int64 `json:"bytes_read"`  // bytes of streamed matrices read
 	ReadErrors int64 `json:"read_errors"`
 	Resets     int64 `json:"pipeline_resets"` // passes that did not follow the pipeline's order
-	// ReadTime is how long the reader was busy reading layers.
+	// ReadTime is how long at least one read was in flight.
 	ReadTime time.Duration `json:"read_ns"`
 	// IOWait is how long forward passes blocked in Layer waiting for a
 	// read to complete.

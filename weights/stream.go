@@ -42,9 +42,9 @@ type Options struct {
 	// only when the pass asks for it. It costs one layer buffer each, and
 	// is capped at the number of streamed layers.
 	ReadAhead int
-	// Readers is how many reads of ChunkBytes are in flight at once for
-	// one layer (storage needs a queue to reach its bandwidth); ≤ 0:
-	// DefaultReaders.
+	// Readers is how many reads of ChunkBytes are in flight at once,
+	// across layer boundaries (storage needs a queue to reach its
+	// bandwidth); ≤ 0: DefaultReaders.
 	Readers    int
 	ChunkBytes int64 // ≤ 0: DefaultChunkBytes (rounded up to Alignment)
 	Layout     Layout
@@ -82,7 +82,11 @@ type slot struct {
 	buf   []byte
 	layer model.Layer
 	pos   int        // position in the streamed order of the layer it holds
-	done  chan error // the reader's verdict on the last read issued
+	done  chan error // the readers' verdict on the last layer issued
+
+	remaining atomic.Int64 // chunk reads of the layer not yet done
+	mu        sync.Mutex
+	err       error // the first chunk read's error
 }
 
 // Streamer serves a model's layers: resident ones from the mapped file,
@@ -121,6 +125,10 @@ type Streamer struct {
 	closed     bool
 	reqs       chan *slot
 	readerDone chan struct{}
+
+	busyMu    sync.Mutex
+	inFlight  int
+	busySince time.Time
 
 	passes, calls, gaps             atomic.Int64
 	layersRead, bytesRead, readErrs atomic.Int64
@@ -224,7 +232,20 @@ func NewStreamer(m *model.Model, plan Plan, o Options) (*Streamer, error) {
 	}
 	s.reqs = make(chan *slot, len(s.free))
 	s.readerDone = make(chan struct{})
-	go s.reader()
+	chunks := make(chan chunkRead)
+	var readers sync.WaitGroup
+	for range o.Readers {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			s.read(chunks)
+		}()
+	}
+	go s.dispatch(chunks)
+	go func() {
+		readers.Wait()
+		close(s.readerDone)
+	}()
 	return s, nil
 }
 
@@ -319,62 +340,83 @@ func (s *Streamer) readAt(layer int, buf []byte, off, need int64) error {
 	return fmt.Errorf("weights: streaming layer %d from %s: read of %d bytes at offset %d: %w", layer, s.path, len(buf), off, err)
 }
 
-// reader runs the reads in the order they were issued.
-func (s *Streamer) reader() {
-	defer close(s.readerDone)
+// chunkRead is one read of a layer into its slot.
+type chunkRead struct {
+	sl                   *slot
+	layer                int
+	off, bufOff, n, need int64
+}
+
+// dispatch cuts each issued layer into chunk reads, in order, for the
+// readers; since the next layer's chunks queue up behind the current
+// one's, the storage never waits for a layer boundary (nor for this
+// process's goroutines to be scheduled there).
+func (s *Streamer) dispatch(chunks chan<- chunkRead) {
+	defer close(chunks)
 	for sl := range s.reqs {
-		sl.done <- s.readLayer(sl)
+		l := s.layers[s.order[sl.pos]]
+		var list []chunkRead
+		for _, sp := range l.spans {
+			for c := int64(0); c < sp.length; c += s.o.ChunkBytes {
+				n := min(s.o.ChunkBytes, sp.length-c)
+				list = append(list, chunkRead{sl, l.index, sp.off + c, sp.bufOff + c, n, min(n, max(0, sp.need-c))})
+			}
+		}
+		sl.err = nil
+		sl.remaining.Store(int64(len(list)))
+		for _, c := range list {
+			chunks <- c
+		}
 	}
 }
 
-// readLayer fills a slot with its layer, in chunks read by several
-// goroutines at once.
-func (s *Streamer) readLayer(sl *slot) error {
-	l := s.layers[s.order[sl.pos]]
-	t0 := time.Now()
-	type chunk struct{ off, bufOff, n, need int64 }
-	var chunks []chunk
-	for _, sp := range l.spans {
-		for c := int64(0); c < sp.length; c += s.o.ChunkBytes {
-			n := min(s.o.ChunkBytes, sp.length-c)
-			chunks = append(chunks, chunk{sp.off + c, sp.bufOff + c, n, min(n, max(0, sp.need-c))})
-		}
-	}
-	var next atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	var wg sync.WaitGroup
-	for range min(s.o.Readers, len(chunks)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= len(chunks) {
-					return
+// read runs chunk reads until the dispatcher stops; the reader finishing
+// a layer's last chunk reports the layer done.
+func (s *Streamer) read(chunks <-chan chunkRead) {
+	for c := range chunks {
+		sl := c.sl
+		sl.mu.Lock()
+		failed := sl.err != nil
+		sl.mu.Unlock()
+		if !failed {
+			s.busy(+1)
+			err := s.readAt(c.layer, sl.buf[c.bufOff:c.bufOff+c.n], c.off, c.need)
+			s.busy(-1)
+			if err != nil {
+				sl.mu.Lock()
+				if sl.err == nil {
+					sl.err = err
 				}
-				c := chunks[k]
-				if err := s.readAt(l.index, sl.buf[c.bufOff:c.bufOff+c.n], c.off, c.need); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					next.Store(int64(len(chunks)))
-					return
-				}
+				sl.mu.Unlock()
 			}
-		}()
-	}
-	wg.Wait()
-	s.readNs.Add(int64(time.Since(t0)))
-	if !s.direct {
-		for _, sp := range l.spans {
-			dropCache(s.file, sp.off, sp.length)
+			if !s.direct {
+				dropCache(s.file, c.off, c.n)
+			}
+		}
+		if sl.remaining.Add(-1) == 0 {
+			sl.mu.Lock()
+			err := sl.err
+			sl.mu.Unlock()
+			if err == nil {
+				s.layersRead.Add(1)
+				s.bytesRead.Add(s.layers[c.layer].payload)
+			}
+			sl.done <- err
 		}
 	}
-	if firstErr != nil {
-		return firstErr
+}
+
+// busy counts reads in flight; ReadTime is the time with at least one.
+func (s *Streamer) busy(delta int) {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	if s.inFlight == 0 && delta > 0 {
+		s.busySince = time.Now()
 	}
-	s.layersRead.Add(1)
-	s.bytesRead.Add(l.payload)
-	return nil
+	s.inFlight += delta
+	if s.inFlight == 0 {
+		s.readNs.Add(int64(time.Since(s.busySince)))
+	}
 }
 
 // Layer returns layer i: a resident one as loaded, a streamed one once its
