@@ -54,7 +54,7 @@ func (s *Streamer) Stats() Stats {
 		StreamedBytesPerPass: s.plan.StreamedBytes, Direct: s.direct, ReadAhead: s.o.ReadAhead,
 		Passes: s.passes.Load(), LayersRead: s.layersRead.Load(), BytesRead: s.bytesRead.Load(),
 		ReadErrors: s.readErrs.Load(), Resets: s.resets.Load(),
-		ReadTime: time.Duration(s.readNs.Load()), IOWait: time.Duration(s.ioWaitNs.Load()),
+		ReadTime: s.readTime(), IOWait: time.Duration(s.ioWaitNs.Load()),
 	}
 	if gaps := s.gaps.Load(); gaps > 0 {
 		st.ComputeTime = time.Duration(float64(s.computeNs.Load()) / float64(gaps) * float64(s.calls.Load()))
@@ -106,4 +106,15 @@ func ProcessResidentBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// readTime is the time with reads in flight, the current stretch included.
+func (s *Streamer) readTime() time.Duration {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	d := time.Duration(s.readNs.Load())
+	if s.inFlight > 0 {
+		d += time.Since(s.busySince)
+	}
+	return d
 }
