@@ -105,8 +105,12 @@ func NewPlan(in PlanInput) Plan {
 // chooseStreamed returns s of n layers. Spread puts the k-th at the middle
 // of the k-th of s equal stretches of the stack (for 16 of 32: 1, 3, …, 31),
 // so that between two streamed layers there is always resident compute to
-// hide a read behind, and the pass's first streamed layer comes after a
-// resident one that hides the read-ahead's first wait. Layers within a
+// hide a read behind. With a contiguous tail the disk reads only as many
+// layers as there are buffers while the resident head computes, then
+// idles, and the tail's layers wait on their reads one after the other.
+// Measured (BenchmarkStreamLayout: 16 layers of 4 MiB, half streamed, a
+// device that reads a layer in about the time two layers compute, read-ahead
+// 2; two runs): spread 110 and 84 passes/s, tail 77 and 56. Layers within a
 // model are of one size in practice; when they are not, the planner still
 // picks by position and only counts bytes.
 func chooseStreamed(n, s int, layout Layout) []int {
