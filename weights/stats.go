@@ -25,6 +25,7 @@ type Stats struct {
 	StreamedBytesPerPass int64 `json:"streamed_bytes_per_pass"`
 	Direct               bool  `json:"o_direct"`
 	ReadAhead            int   `json:"read_ahead"`
+	Readers              int   `json:"readers"` // reads in flight at once
 
 	Passes     int64 `json:"passes"`      // forward passes begun (layer 0 asked for)
 	LayersRead int64 `json:"layers_read"` // streamed layers read in full
@@ -51,7 +52,7 @@ func (s *Streamer) Stats() Stats {
 		BudgetBytes: s.plan.BudgetBytes, PlannedResidentBytes: s.plan.ResidentBytes,
 		ProcessResidentBytes: ProcessResidentBytes(), BufferBytes: s.BufferBytes(),
 		OverBudgetBytes: s.plan.OverBudget, Layers: s.plan.Layers, StreamedLayers: s.order,
-		StreamedBytesPerPass: s.plan.StreamedBytes, Direct: s.direct, ReadAhead: s.o.ReadAhead,
+		StreamedBytesPerPass: s.plan.StreamedBytes, Direct: s.direct, ReadAhead: s.o.ReadAhead, Readers: s.o.Readers,
 		Passes: s.passes.Load(), LayersRead: s.layersRead.Load(), BytesRead: s.bytesRead.Load(),
 		ReadErrors: s.readErrs.Load(), Resets: s.resets.Load(),
 		ReadTime: s.readTime(), IOWait: time.Duration(s.ioWaitNs.Load()),

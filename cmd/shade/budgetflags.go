@@ -128,8 +128,12 @@ func printStreamBench(w io.Writer, r *bench.Report) {
 	if !s.Disk.Direct {
 		direct = "page cache (no O_DIRECT here)"
 	}
-	fmt.Fprintf(w, "            pipeline %.2f GB/s while reading (%.2f GB/s over decode) = %.0f%% of the disk's %.2f GB/s (%s, %d readers)\n",
-		s.PipelineGBps, s.WallGBps, 100*s.DiskFrac, s.Disk.GBps, direct, s.Disk.Readers)
+	same := ""
+	if g, ok := s.Disk.ByReaders[s.Decode.Readers]; ok && s.Disk.Readers != s.Decode.Readers {
+		same = fmt.Sprintf("; %.2f GB/s with the pipeline's %d", g, s.Decode.Readers)
+	}
+	fmt.Fprintf(w, "            pipeline %.2f GB/s while reading (%.2f GB/s over decode) = %.0f%% of the disk's %.2f GB/s (%s, best with %d readers%s)\n",
+		s.PipelineGBps, s.WallGBps, 100*s.DiskFrac, s.Disk.GBps, direct, s.Disk.Readers, same)
 	fmt.Fprintf(w, "            decode %.2f tok/s = %.0f%% of the %.2f tok/s streaming roofline (disk GB/s ÷ streamed bytes per token)\n",
 		r.DecodeTokPerS, 100*s.RooflineFrac, s.RooflineTokS)
 }
