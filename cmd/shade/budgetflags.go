@@ -21,7 +21,7 @@ type budgetFlags struct {
 
 func addBudgetFlags(fs *flag.FlagSet) *budgetFlags {
 	return &budgetFlags{
-		budget: fs.String("dram-budget", "", "keep at most this much of the weights in DRAM: a `percentage` of the target model's weight bytes (40%) "+
+		budget: fs.String("dram-budget", "", "keep at most `budget` of weights in DRAM: a percentage of the target model's weight bytes (40%) "+
 			"or a size (2GiB, 512MiB, 1.5GB, bytes). The draft, the target's embedding, head and norms and as many target layers as fit stay resident; "+
 			"the other layers are read from the model file with O_DIRECT for every forward pass (default: everything resident)"),
 		readAhead: fs.Int("read-ahead", weights.DefaultReadAhead, "with --dram-budget: streamed layers read ahead of the one computing (0: each read when needed)"),
