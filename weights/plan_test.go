@@ -83,3 +83,19 @@ func TestChooseStreamedDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestParseLayoutAndHuman(t *testing.T) {
+	for in, want := range map[string]Layout{"spread": Spread, "": Spread, "tail": Tail} {
+		if got, err := ParseLayout(in); err != nil || got != want {
+			t.Errorf("ParseLayout(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseLayout("zigzag"); err == nil {
+		t.Error("ParseLayout accepted zigzag")
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", 3 << 29: "1.50 GiB"} {
+		if got := Human(n); got != want {
+			t.Errorf("Human(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

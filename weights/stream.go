@@ -316,11 +316,19 @@ func (s *Streamer) prepare(i int, l *model.Layer) (*streamLayer, error) {
 		}
 		*v.V = out
 	}
-	mapped := f.Bytes()
-	for _, sp := range sl.spans {
-		lo, hi := alignUp(sp.off), alignDown(sp.off+sp.need)
-		if hi > lo && hi <= int64(len(mapped)) {
-			dropMapping(mapped[lo:hi])
+	// Loading the model decoded the vectors through the mapping, which
+	// faulted in their pages (and the kernel's fault-around, its
+	// neighbours): release the layer's whole extent, vectors included.
+	lo, hi := ext[0].off, ext[len(ext)-1].end
+	for _, v := range sl.template.Vectors() {
+		if ti, ok := f.Tensor(fmt.Sprintf("blk.%d.%s", i, v.Name)); ok {
+			off := int64(f.TensorAbsOffset(ti))
+			lo, hi = min(lo, off), max(hi, off+int64(ti.Size))
+		}
+	}
+	if mapped := f.Bytes(); hi-lo < 2*sl.bufBytes+Alignment && alignDown(hi) <= int64(len(mapped)) {
+		if a, b := alignUp(lo), alignDown(hi); b > a {
+			dropMapping(mapped[a:b])
 		}
 	}
 	return sl, nil

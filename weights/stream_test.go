@@ -348,3 +348,29 @@ func TestMeasureDisk(t *testing.T) {
 		t.Fatal("a range past the end of the file was measured")
 	}
 }
+
+func TestNewStreamerRejects(t *testing.T) {
+	m := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	plan := NewPlan(PlanInput{LayerBytes: m.Weights.LayerBytes, GlobalBytes: m.Weights.GlobalBytes})
+	if _, err := NewStreamer(m, plan, Options{ReadAhead: -1}); err == nil {
+		t.Error("a negative read-ahead was accepted")
+	}
+	short := NewPlan(PlanInput{LayerBytes: m.Weights.LayerBytes[:2]})
+	if _, err := NewStreamer(m, short, Options{}); err == nil {
+		t.Error("a plan for another layer count was accepted")
+	}
+	st, err := NewStreamer(m, plan, Options{ReadAhead: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Stats().ReadAhead; got != len(plan.Streamed) {
+		t.Errorf("read-ahead %d not capped at the %d streamed layers", got, len(plan.Streamed))
+	}
+	st.Close()
+	if _, err := st.Layer(0); err == nil {
+		t.Error("Layer after Close succeeded")
+	}
+	if err := st.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
