@@ -141,10 +141,13 @@ func Run(m *model.Model, o Options) (Report, error) {
 	var perToken []float64
 	one := []int32{0}
 	if o.Stream != nil {
-		say("disk: O_DIRECT reads of %s", m.File.Path)
+		say("disk: O_DIRECT reads of %s between the decode repetitions", m.File.Path)
 	}
 	probe := startStream(&o, m.File.Path, int64(m.File.DataOffset))
-	for range o.Reps {
+	for rep := range o.Reps {
+		if probe != nil && rep > 0 {
+			probe.measureDisk()
+		}
 		s.Truncate(o.Prefix)
 		for _, t := range tokens(o.DecodeTokens) {
 			one[0] = t
@@ -168,7 +171,7 @@ func Run(m *model.Model, o Options) (Report, error) {
 	r.DecodeGBps = r.DecodeTokPerS * float64(r.BytesPerToken) / 1e9
 	if probe != nil {
 		say("disk: O_DIRECT reads again")
-		if r.Stream, err = probe.finish(m.File.Path, int64(m.File.DataOffset), r.DecodeTokPerS); err != nil {
+		if r.Stream, err = probe.finish(r.DecodeTokPerS); err != nil {
 			return r, err
 		}
 	}

@@ -28,41 +28,60 @@ type StreamReport struct {
 	RooflineFrac float64 `json:"streaming_roofline_fraction"`
 }
 
-// streamProbe measures the disk and snapshots the streamer before the
-// decode measurement; its finish method completes the report.
+// streamProbe measures the disk between the decode measurement's
+// repetitions and snapshots the streamer around them; finish completes the
+// report.
 type streamProbe struct {
-	st     *weights.Streamer
-	o      *Options
-	before weights.Stats
-	disk   weights.DiskResult
-	err    error
-	wall   time.Duration
+	st         *weights.Streamer
+	o          *Options
+	path       string
+	dataOffset int64
+	before     weights.Stats
+	disk       weights.DiskResult
+	measured   bool
+	err        error
+	wall       time.Duration
 }
 
 func startStream(o *Options, path string, dataOffset int64) *streamProbe {
 	if o.Stream == nil {
 		return nil
 	}
-	p := &streamProbe{st: o.Stream, o: o}
-	p.disk, p.err = weights.MeasureDisk(path, weights.DiskOptions{Offset: dataOffset, Bytes: o.DiskBytes})
+	p := &streamProbe{st: o.Stream, o: o, path: path, dataOffset: dataOffset}
+	p.measureDisk()
 	p.before = o.Stream.Stats()
 	return p
 }
 
-// finish measures the disk again and fills the report. The disk's figure
-// pools the passes before and after the decode (medians by reader count,
-// the best count reported): the machine's disk is shared and its speed
-// drifts by 2× from one second to the next.
-func (p *streamProbe) finish(path string, dataOffset int64, decodeTokS float64) (*StreamReport, error) {
+// measureDisk reads the model file once more per reader count, with the
+// streamer idle. The samples of every call are pooled (medians by reader
+// count, the best count reported): measured between the decode's
+// repetitions, the disk's figure and the pipeline's cover the same
+// stretch of a shared disk whose speed drifts by 2× from one second to the
+// next.
+func (p *streamProbe) measureDisk() {
+	if p.err != nil {
+		return
+	}
+	p.st.Quiesce()
+	d, err := weights.MeasureDisk(p.path, weights.DiskOptions{Offset: p.dataOffset, Bytes: p.o.DiskBytes, Reps: 1})
+	switch {
+	case err != nil:
+		p.err = err
+	case p.measured:
+		p.disk = p.disk.Merge(d)
+	default:
+		p.disk, p.measured = d, true
+	}
+}
+
+// finish measures the disk a last time and fills the report.
+func (p *streamProbe) finish(decodeTokS float64) (*StreamReport, error) {
 	d := p.st.Stats().Since(p.before)
-	again, err := weights.MeasureDisk(path, weights.DiskOptions{Offset: dataOffset, Bytes: p.o.DiskBytes})
+	p.measureDisk()
 	if p.err != nil {
 		return nil, p.err
 	}
-	if err != nil {
-		return nil, err
-	}
-	p.disk = p.disk.Merge(again)
 	plan := p.st.Plan()
 	r := &StreamReport{Plan: plan, Decode: d, BytesPerToken: plan.StreamedBytes, IOShare: d.IOShare,
 		PipelineGBps: d.ReadGBps, Disk: p.disk}
