@@ -68,6 +68,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if r.Spec.Mode != spec.Off {
 		spare = max(r.Spec.DraftMax, 8) + 1
 	}
+	if r.Spec.Governor != nil {
+		spare = 64 + 1 // room for verify batches widened by n-gram filling
+	}
 	s, err := e.Model.NewState(n + spare)
 	if err != nil {
 		return nil, err

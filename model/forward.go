@@ -317,6 +317,21 @@ func (s *State) RunLayers(from, to int, hook func(layer int) error) error {
 	return nil
 }
 
+// Abandon drops the pass in flight, wherever it stopped. After a Begin the
+// state is as before it (nothing to commit); after an Extend the tree keeps
+// the rows of its earlier, finished passes, which can still be committed,
+// but no Hidden or Logits rows until the next pass. It is how a drafter
+// stops mid-pass when it is preempted.
+func (s *State) Abandon() {
+	if s.first == 0 {
+		s.n, s.total, s.next = 0, 0, 0
+		return
+	}
+	s.n, s.total, s.next = 0, s.first, s.cfg.Layers
+	s.tokens, s.pos, s.parent = s.tokens[:s.first], s.pos[:s.first], s.parent[:s.first]
+	s.visRows = min(s.visRows, s.first)
+}
+
 // Forward runs every layer over a batch and commits nothing.
 func (s *State) Forward(b Batch) error {
 	if err := s.Begin(b); err != nil {

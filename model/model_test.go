@@ -346,3 +346,67 @@ func TestExtendMatchesWholeTree(t *testing.T) {
 		t.Error("Extend after Commit accepted")
 	}
 }
+
+// TestAbandonMidPass: a pass stopped midway and abandoned leaves the tree as
+// it was before the pass, so later passes and commits match a run that never
+// had it.
+func TestAbandonMidPass(t *testing.T) {
+	m := openConformance(t, "qwen2-tiny-q8_0.gguf")
+	V := m.Config.Vocab
+	half := m.Config.Layers / 2
+	tree := Batch{Tokens: []int32{7, 100, 200, 300}, Parent: []int32{-1, 0, 0, 1}}
+	s, _ := m.NewState(64)
+	logitsOf(t, s, Chain(testPrompt[:4]))
+	s.CommitAll()
+	whole := logitsOf(t, s, tree)
+	s.Truncate(4)
+
+	// An abandoned first pass leaves nothing in flight.
+	if err := s.Begin(Chain([]int32{9, 9})); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RunLayers(0, half, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Abandon()
+	if err := s.Commit([]int{0}); err == nil {
+		t.Error("Commit after an abandoned Begin accepted")
+	}
+	logitsOf(t, s, Batch{Tokens: []int32{7}})
+	// An abandoned Extend keeps the earlier levels.
+	for _, lv := range []Batch{
+		{Tokens: []int32{100, 200}, Parent: []int32{0, 0}},
+		{Tokens: []int32{555, 666, 777}, Parent: []int32{1, 2, 2}}, // abandoned
+		{Tokens: []int32{300}, Parent: []int32{1}},
+	} {
+		if err := s.Extend(lv); err != nil {
+			t.Fatal(err)
+		}
+		if lv.Tokens[0] == 555 {
+			if err := s.RunLayers(0, half, nil); err != nil {
+				t.Fatal(err)
+			}
+			s.Abandon()
+			if err := s.Logits([]int{0}, make([]float32, V)); err == nil {
+				t.Error("Logits after Abandon accepted")
+			}
+			continue
+		}
+		if err := s.RunLayers(0, m.Config.Layers, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]float32, V)
+	if err := s.Logits([]int{0}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, whole[3*V:4*V]) {
+		t.Error("logits after an abandoned Extend differ from the whole tree's")
+	}
+	if err := s.Commit([]int{0, 1, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 7 {
+		t.Errorf("Len after commit = %d", s.Len())
+	}
+}

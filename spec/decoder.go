@@ -53,6 +53,10 @@ type Config struct {
 	// acceptance and step costs, so that later generations with the same
 	// models start from it; nil keeps them per decoder.
 	Estimates *Estimates
+	// Governor, if set, paces decoding for other work on the machine: it
+	// may preempt drafts, widen verification with n-gram filling, sleep
+	// between target layers and pause between steps.
+	Governor Governor
 }
 
 func (c *Config) defaults() {
@@ -89,6 +93,13 @@ type Stats struct {
 	DraftTime  time.Duration `json:"draft_ns"`
 	VerifyTime time.Duration `json:"verify_ns"`
 	OtherTime  time.Duration `json:"other_ns"`
+	// Under a Governor: drafts preempted, nodes added by n-gram filling
+	// and how many of them the target kept, and time spent sleeping
+	// (between target layers and between steps).
+	Preempted      int           `json:"preempted,omitempty"`
+	Filled         int           `json:"filled,omitempty"`
+	FilledAccepted int           `json:"filled_accepted,omitempty"`
+	Sleep          time.Duration `json:"sleep_ns,omitempty"`
 }
 
 // AcceptanceRate is accepted ÷ drafted.
@@ -132,6 +143,11 @@ type Decoder struct {
 	predLogits []float32 // (len(predicted), vocab)
 	stats      Stats
 	Prefill    int // rows per prefill pass (default 256)
+
+	gov        Governor
+	targetHook func(layer int) error // d.targetLayer, bound once
+	filledFrom int32                 // first node added by n-gram filling, or -1
+	fillNodes  []int32
 }
 
 // NewDecoder sets up decoding on a target state. draft may be nil when the
@@ -151,7 +167,33 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 	if d.ctl == nil {
 		d.ctl = NewEstimates()
 	}
+	d.gov = cfg.Governor
+	d.targetHook = d.targetLayer
+	if d.gov != nil {
+		if d.ngram == nil {
+			d.ngram = NewNgram(cfg.NgramMin, cfg.NgramMax)
+		}
+		if draft != nil {
+			draft.SetGovernor(d.gov)
+		}
+	}
 	return d, nil
+}
+
+// targetLayer is the yield point after each target layer.
+func (d *Decoder) targetLayer(layer int) error {
+	if d.gov != nil {
+		d.stats.Sleep += sleepFor(d.gov.VerifyLayer(layer, d.target.Rows(), d.target.LayerTimes[layer]))
+	}
+	return nil
+}
+
+// forward runs a whole target pass with the yield points.
+func (d *Decoder) forward(b model.Batch) error {
+	if err := d.target.Begin(b); err != nil {
+		return err
+	}
+	return d.target.RunLayers(0, d.target.Model().Config.Layers, d.targetHook)
 }
 
 // Stats returns the counters so far.
@@ -172,7 +214,7 @@ func (d *Decoder) Start(prompt []int32) error {
 	body := prompt[:len(prompt)-1]
 	for i := 0; i < len(body); i += d.Prefill {
 		chunk := body[i:min(i+d.Prefill, len(body))]
-		if err := d.target.Forward(model.Chain(chunk)); err != nil {
+		if err := d.forward(model.Chain(chunk)); err != nil {
 			return err
 		}
 		if err := d.target.CommitAll(); err != nil {
@@ -192,6 +234,17 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	if err := d.makeDraft(); err != nil {
 		return out, err
 	}
+	d.filledFrom = -1
+	if d.gov != nil {
+		if d.draft != nil && d.lastDraftKind == draftModel && d.draft.Preempted() {
+			d.stats.Preempted++
+		}
+		room := d.target.Cache.Cap() - d.target.Len() - 1
+		if want := min(d.gov.VerifyRows(d.tree.Len()), room+1, 64); want > d.tree.Len()+1 {
+			d.filledFrom = int32(d.tree.Len())
+			d.fill(want - 1)
+		}
+	}
 	t1 := time.Now()
 
 	// Verify: the pending token and the whole tree in one target pass.
@@ -205,7 +258,7 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.batch.Tokens = append(d.batch.Tokens, d.tree.Tokens[i])
 		d.batch.Parent = append(d.batch.Parent, d.tree.Parent[i]+1)
 	}
-	if err := d.target.Forward(d.batch); err != nil {
+	if err := d.forward(d.batch); err != nil {
 		return out, err
 	}
 	if err := d.predictLogits(); err != nil {
@@ -250,8 +303,14 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		}
 		d.stats.ByDepth[depth-1].Drafted++
 	}
-	for k := range path {
+	for k, p := range path {
 		d.stats.ByDepth[k].Accepted++
+		if d.filledFrom >= 0 && p >= d.filledFrom {
+			d.stats.FilledAccepted++
+		}
+	}
+	if d.filledFrom >= 0 {
+		d.stats.Filled += n - int(d.filledFrom)
 	}
 	t3 := time.Now()
 	d.stats.DraftTime += t1.Sub(t0)
@@ -266,7 +325,63 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	// (commit, draft sync): on a small model that is not negligible.
 	d.ctl.c.observe(n, len(path), t1.Sub(t0), t3.Sub(t1), d.lastDraftKind, catchup)
 	d.ctl.mu.Unlock()
+	if d.gov != nil {
+		d.stats.Sleep += sleepFor(d.gov.StepDone(len(path)+1, time.Since(t0)))
+	}
 	return out, nil
+}
+
+// fill grows the tree to size nodes with n-gram continuations: along the
+// draft's main path (the pending token, its first child, that node's first
+// child, …), deepest first, it looks up what followed the text up to that
+// node and hangs it there as a chain, merging into children that already
+// propose the same tokens. Filled nodes come after the drafted ones, so
+// they are the last siblings verification tries; being deterministic
+// proposals, they keep verification exact under sampling too.
+func (d *Decoder) fill(size int) {
+	t := &d.tree
+	main := d.fillNodes[:0]
+	main = append(main, -1)
+	for node := int32(-1); ; {
+		next := int32(-1)
+		for i, p := range t.Parent {
+			if p == node {
+				next = int32(i)
+				break
+			}
+		}
+		if next < 0 {
+			break
+		}
+		main = append(main, next)
+		node = next
+	}
+	d.fillNodes = main
+	var prefix []int32
+	for k := len(main) - 1; k >= 0 && t.Len() < size; k-- {
+		prefix = prefix[:0]
+		for _, n := range main[1 : k+1] {
+			prefix = append(prefix, t.Tokens[n])
+		}
+		cont := d.ngram.Continue(d.ctx, prefix, size-t.Len()+1)
+		at := main[k]
+		for _, tok := range cont {
+			if t.Len() >= size {
+				break
+			}
+			child := int32(-1)
+			for i, p := range t.Parent {
+				if p == at && t.Tokens[i] == tok {
+					child = int32(i)
+					break
+				}
+			}
+			if child < 0 {
+				child = t.Add(tok, at, nil)
+			}
+			at = child
+		}
+	}
 }
 
 // predictLogits computes, in one LM-head pass, the logits of the rows on

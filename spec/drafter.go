@@ -41,6 +41,11 @@ type ModelDrafter struct {
 	nodeRanks []int // per node of the last draft
 	ranks     *RankStats
 	batch     model.Batch
+
+	// gov, when set, is asked after every draft layer whether to stop.
+	gov       Governor
+	hook      func(layer int) error // d.layerHook, bound once
+	preempted bool                  // the last Draft was cut short by gov
 }
 
 // cand is a possible child during expansion.
@@ -68,7 +73,35 @@ func NewModelDrafter(m *model.Model, ctx int, params sample.Params) (*ModelDraft
 	if err != nil {
 		return nil, err
 	}
-	return &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}, nil
+	d := &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}
+	d.hook = d.layerHook
+	return d, nil
+}
+
+// SetGovernor makes every draft pass run layer by layer with a yield point
+// after each layer, where g may preempt the draft (nil: never).
+func (d *ModelDrafter) SetGovernor(g Governor) { d.gov = g }
+
+// Preempted reports whether the last Draft was cut short by the governor.
+func (d *ModelDrafter) Preempted() bool { return d.preempted }
+
+func (d *ModelDrafter) layerHook(layer int) error {
+	if d.gov != nil && d.gov.DraftLayer(layer, d.s.Rows(), d.s.LayerTimes[layer]) {
+		return errPreempted
+	}
+	return nil
+}
+
+// run runs every layer of the pass in flight; false when the governor
+// preempted it (the pass is then abandoned).
+func (d *ModelDrafter) run() (bool, error) {
+	err := d.s.RunLayers(0, d.m.Config.Layers, d.hook)
+	if err == errPreempted {
+		d.s.Abandon()
+		d.preempted = true
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // ShareRankStats makes the drafter learn into (and start from) st.
@@ -94,6 +127,7 @@ func (d *ModelDrafter) LayerTimes() []float64 {
 // Draft appends to t a tree of at most shape.Max nodes following ctx (the
 // accepted text ending with the pending token).
 func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
+	d.preempted = false
 	if len(ctx) == 0 || shape.Max <= 0 || shape.Depth <= 0 || shape.Width <= 0 {
 		return nil
 	}
@@ -111,13 +145,18 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 	if common+len(feed)+shape.Max+1 > d.s.Cache.Cap() {
 		return fmt.Errorf("spec: draft context full (%d tokens)", d.s.Cache.Cap())
 	}
-	if err := d.s.Forward(model.Chain(feed)); err != nil {
-		return err
-	}
-	d.rootRow = int32(len(feed) - 1)
 	d.fed = d.fed[:0]
 	d.nodeRow = d.nodeRow[:0]
 	d.nodeRanks = d.nodeRanks[:0]
+	if err := d.s.Begin(model.Chain(feed)); err != nil {
+		return err
+	}
+	if ok, err := d.run(); !ok {
+		// Preempted while catching up: nothing is drafted, and the fed
+		// tokens are fed again next time.
+		return err
+	}
+	d.rootRow = int32(len(feed) - 1)
 	if err := d.s.Logits([]int{len(feed) - 1}, d.logits); err != nil {
 		return err
 	}
@@ -165,7 +204,11 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 		if err := d.s.Extend(d.batch); err != nil {
 			return err
 		}
-		if err := d.s.RunLayers(0, d.m.Config.Layers, nil); err != nil {
+		if ok, err := d.run(); !ok {
+			// Preempted: the level just chosen stays in the tree, unfed.
+			for _, n := range frontier {
+				d.fed[n], d.nodeRow[n] = false, -1
+			}
 			return err
 		}
 		if cap(d.logits) < len(frontier)*vocab {

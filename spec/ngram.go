@@ -93,3 +93,34 @@ func equal(a, b []int32) bool {
 	}
 	return true
 }
+
+// Continue returns up to k tokens that followed, earlier in ctx, the
+// longest n-gram ending the text ctx+extra (extra: hypothetical tokens
+// after ctx, such as a draft path). It indexes ctx as Propose does and
+// never indexes extra. The result aliases ctx; nil when nothing matches.
+func (g *Ngram) Continue(ctx, extra []int32, k int) []int32 {
+	g.sync(ctx)
+	total := len(ctx) + len(extra)
+	if k <= 0 || total < g.Min+1 {
+		return nil
+	}
+	var suffix [16]int32
+	for n := min(g.Max, total-1); n >= g.Min; n-- {
+		for i := range n {
+			j := total - n + i
+			if j < len(ctx) {
+				suffix[i] = ctx[j]
+			} else {
+				suffix[i] = extra[j-len(ctx)]
+			}
+		}
+		e, ok := g.last[ngramHash(suffix[:n])]
+		if !ok || !equal(ctx[int(e)-n:e], suffix[:n]) {
+			continue
+		}
+		if follow := ctx[e:min(int(e)+k, len(ctx))]; len(follow) > 0 {
+			return follow
+		}
+	}
+	return nil
+}

@@ -3,8 +3,10 @@
 // for temperature/top-k/top-p), the drafters that propose them (a draft
 // model as chain or tree, an n-gram drafter over the prompt and the text so
 // far, or both), and the controller that sizes drafts from the acceptance
-// and step costs it observes. It drives the model package's layer-granular
-// tree forward; it knows nothing of HTTP or the CLI.
+// and step costs it observes, with the Governor hook through which elastic
+// scheduling paces it (draft preemption, n-gram filling, sleeps). It drives
+// the model package's layer-granular tree forward; it knows nothing of
+// HTTP or the CLI.
 package spec
 
 import "shade/sample"

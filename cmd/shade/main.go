@@ -1,5 +1,6 @@
 // Command shade runs Llama-family GGUF models on the CPU. Subcommands: run,
-// inspect, synth, perplexity, bench (and bench spec), serve, chat, pull.
+// inspect, synth, perplexity, bench (and bench spec), serve, chat, pull,
+// calibrate.
 // `shade help` lists them; `shade CMD -h` gives each one's flags.
 package main
 
@@ -33,6 +34,7 @@ func init() {
 		{"chat", "interactive chat in the terminal with the model's chat template", cmdChat},
 		{"fg", "a foreground app's frame loop pinned to one core: jank % and frame-time percentiles", cmdFg},
 		{"pull", "download a model (USER/REPO/FILE.gguf or URL) into the cache, resumable", cmdPull},
+		{"calibrate", "measure this device's costs for a model and store them beside it", cmdCalibrate},
 	}
 }
 

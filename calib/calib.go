@@ -1,0 +1,191 @@
+// Package calib owns the per-device measurements shade keeps beside a model
+// file: the cost model, the verification-pruning predictor, the contention
+// baselines and controller gains. Each kind lives in its own JSON file next
+// to the model (MODEL.gguf.shade-KIND.json), and every entry is keyed by the
+// model file (its size and a hash of its first bytes) and the CPU (model
+// name and usable cores), so a copied model or another machine never
+// silently uses a stale measurement.
+package calib
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Key identifies the model file and the machine a measurement was made on.
+type Key struct {
+	Model string `json:"model"` // size and SHA-256 of the first MiB
+	CPU   string `json:"cpu"`   // model name and usable cores
+}
+
+// String is the key as one line.
+func (k Key) String() string { return k.Model + " @ " + k.CPU }
+
+// KeyFor returns the key of a model file on this machine.
+func KeyFor(modelPath string) (Key, error) {
+	f, err := os.Open(modelPath)
+	if err != nil {
+		return Key{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Key{}, err
+	}
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, 1<<20); err != nil && !errors.Is(err, io.EOF) {
+		return Key{}, fmt.Errorf("calib: reading %s: %w", modelPath, err)
+	}
+	model := fmt.Sprintf("%d:%s", fi.Size(), hex.EncodeToString(h.Sum(nil))[:16])
+	return Key{Model: model, CPU: CPUName()}, nil
+}
+
+// CPUName is the processor's model name (from /proc/cpuinfo where there is
+// one) and the cores Go may use.
+func CPUName() string {
+	name := runtime.GOARCH
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if ok && (strings.TrimSpace(k) == "model name" || strings.TrimSpace(k) == "Hardware") {
+				name = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s ×%d", name, runtime.GOMAXPROCS(0))
+}
+
+// Path is the file where measurements of a kind are kept for a model.
+func Path(modelPath, kind string) string {
+	return modelPath + ".shade-" + kind + ".json"
+}
+
+// file is the on-disk form: entries by key.
+type file struct {
+	Kind    string  `json:"kind"`
+	Entries []entry `json:"entries"`
+}
+
+type entry struct {
+	Key     Key             `json:"key"`
+	Created time.Time       `json:"created"`
+	Value   json.RawMessage `json:"value"`
+}
+
+// maxFile bounds what Load reads: calibration files are small.
+const maxFile = 16 << 20
+
+// Load reads the measurement of a kind for a model on this machine into v.
+// It returns false (and no error) when there is none for this key yet.
+func Load(modelPath, kind string, v any) (bool, error) {
+	key, err := KeyFor(modelPath)
+	if err != nil {
+		return false, err
+	}
+	f, err := readFile(Path(modelPath, kind))
+	if err != nil || f == nil {
+		return false, err
+	}
+	for _, e := range f.Entries {
+		if e.Key == key {
+			if err := json.Unmarshal(e.Value, v); err != nil {
+				return false, fmt.Errorf("calib: %s: entry for %s: %w", Path(modelPath, kind), key, err)
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func readFile(path string) (*file, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFile {
+		return nil, fmt.Errorf("calib: %s is over %d bytes: not a calibration file", path, maxFile)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a calibration file; name is used in errors.
+func Parse(data []byte, name string) (*file, error) {
+	var f file
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("calib: %s: %w", name, err)
+	}
+	return &f, nil
+}
+
+// Save stores v as the measurement of a kind for a model on this machine,
+// replacing an earlier one with the same key and keeping the others. The
+// file is replaced atomically.
+func Save(modelPath, kind string, v any) (string, error) {
+	key, err := KeyFor(modelPath)
+	if err != nil {
+		return "", err
+	}
+	path := Path(modelPath, kind)
+	f, err := readFile(path)
+	if err != nil {
+		return "", err
+	}
+	if f == nil {
+		f = &file{}
+	}
+	f.Kind = kind
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	kept := f.Entries[:0]
+	for _, e := range f.Entries {
+		if e.Key != key {
+			kept = append(kept, e)
+		}
+	}
+	f.Entries = append(kept, entry{Key: key, Created: time.Now().UTC(), Value: raw})
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return path, nil
+}

@@ -1,0 +1,72 @@
+package calib
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+type sample struct {
+	A float64 `json:"a"`
+	B []int   `json:"b"`
+}
+
+func TestSaveLoad(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	os.WriteFile(model, []byte("GGUF fake model bytes"), 0o644)
+	var got sample
+	if ok, err := Load(model, "cost", &got); ok || err != nil {
+		t.Fatalf("Load before Save = %v, %v", ok, err)
+	}
+	want := sample{A: 1.5, B: []int{1, 2}}
+	path, err := Save(model, "cost", want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != Path(model, "cost") {
+		t.Errorf("saved to %s", path)
+	}
+	if _, err := Save(model, "cost", sample{A: 2.5}); err != nil { // replaces, same key
+		t.Fatal(err)
+	}
+	if ok, err := Load(model, "cost", &got); !ok || err != nil || got.A != 2.5 {
+		t.Fatalf("Load = %v, %v, %+v", ok, err, got)
+	}
+	f, err := readFile(path)
+	if err != nil || len(f.Entries) != 1 {
+		t.Fatalf("entries: %v, %v", f, err)
+	}
+	// Another model file (different bytes) has no entry.
+	os.WriteFile(model, []byte("GGUF other bytes"), 0o644)
+	if ok, err := Load(model, "cost", &got); ok || err != nil {
+		t.Errorf("Load for a changed model = %v, %v", ok, err)
+	}
+	// A corrupt file is an error, not a panic.
+	os.WriteFile(path, []byte("{not json"), 0o644)
+	if _, err := Load(model, "cost", &got); err == nil {
+		t.Error("corrupt calibration file accepted")
+	}
+	if _, err := Load(filepath.Join(dir, "missing.gguf"), "cost", &got); err == nil {
+		t.Error("missing model accepted")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"kind":"cost","entries":[{"key":{"model":"1:ab","cpu":"x"},"value":{"a":1}}]}`))
+	f.Add([]byte(`{"entries":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := Parse(data, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, e := range fl.Entries {
+			var s sample
+			_ = e.Key.String()
+			_ = jsonUnmarshal(e.Value, &s)
+		}
+	})
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
