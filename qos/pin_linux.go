@@ -133,3 +133,16 @@ func LastCPU() int {
 	}
 	return last
 }
+
+// PinProcessTemporarily pins the process to cpu and returns a function
+// that restores the mask the calling thread had.
+func PinProcessTemporarily(cpu int) (restore func() error, err error) {
+	old, err := ProcessAffinity()
+	if err != nil {
+		return nil, err
+	}
+	if err := PinProcess(cpu); err != nil {
+		return nil, err
+	}
+	return func() error { return SetProcessAffinity(&old) }, nil
+}

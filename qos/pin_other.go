@@ -24,3 +24,6 @@ func Now() int64 { return int64(time.Since(epoch)) }
 
 // LastCPU is the highest-numbered CPU.
 func LastCPU() int { return runtime.NumCPU() - 1 }
+
+// PinProcessTemporarily is not available off Linux.
+func PinProcessTemporarily(cpu int) (func() error, error) { return nil, errNoAffinity }
