@@ -21,7 +21,7 @@ type Policy struct {
 	// Native marks a policy that runs nothing beside the foreground: its
 	// frames are the reference that slowdowns are measured against.
 	Native bool
-	New   func(llm *LLM) (Background, error)
+	New    func(llm *LLM) (Background, error)
 }
 
 var (
