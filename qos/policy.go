@@ -148,7 +148,7 @@ func ChunkSleep(layers int, sleep time.Duration) Policy {
 // Defaults of the built-in baselines.
 const (
 	DefaultDraftMax    = 8
-	DefaultRateCap     = 4.0 // tok/s
+	DefaultRateCap     = 8.0 // tok/s: about half of plain decoding of a 1B Q4_0 model on one core here
 	DefaultChunkLayers = 4
 	DefaultChunkSleep  = 4 * time.Millisecond
 )
