@@ -29,9 +29,12 @@ type Experiment struct {
 	Window time.Duration
 	// Units fixes the foreground work per frame for every profile (0:
 	// calibrate each profile once, alone, before its runs).
-	Units    float64
-	Command  func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
-	Progress func(what string)
+	Units float64
+	// BufferBytes is the foreground's burst buffer (0: BufferLLCMultiple ×
+	// the LLC).
+	BufferBytes int64
+	Command     func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
+	Progress    func(what string)
 	// Keep, if set, is called with every run's result (to save frames and
 	// samples).
 	Keep func(profile, policy string, rep int, r *PairResult)
@@ -136,7 +139,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 		pair := Pair{Profile: prof, Hz: e.Hz, Duration: e.Duration, Units: e.Units, Seed: e.Seed,
-			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command}
+			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command, BufferBytes: e.BufferBytes}
 		nativeMedian := time.Duration(0)
 		if pair.Units == 0 {
 			e.progress("%s: calibrating the foreground alone on CPU %d", prof, e.FgCPU)

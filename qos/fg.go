@@ -13,6 +13,10 @@ type ForegroundOptions struct {
 	Hz            float64       // default 120
 	Duration      time.Duration // default 10 s
 	CPU           int           // pin to this CPU; < 0: no pinning
+	// Nice, if not 0, is set on every thread (see SetProcessNice); when
+	// not permitted the run goes on at the current priority and
+	// ForegroundReport.Nice says so.
+	Nice int
 	Units         float64       // work units per frame; 0: calibrate first
 	TargetJankPct float64       // calibration target (default 5)
 	CheckFor      time.Duration // calibration check run (default 1.5 s)
@@ -27,6 +31,7 @@ type ForegroundReport struct {
 	Profile      string       `json:"profile"`
 	Hz           float64      `json:"hz"`
 	CPU          int          `json:"cpu"`
+	Nice         int          `json:"nice"`
 	LLCBytes     int64        `json:"llc_bytes"`
 	LLCFromSysfs bool         `json:"llc_from_sysfs"`
 	BufferBytes  int64        `json:"buffer_bytes"`
@@ -61,6 +66,9 @@ func RunForeground(ctx context.Context, o ForegroundOptions) (ForegroundReport, 
 		if err := PinProcess(o.CPU); err != nil {
 			return rep, err
 		}
+	}
+	if o.Nice != 0 && SetProcessNice(o.Nice) == nil {
+		rep.Nice = o.Nice
 	}
 	sim, err := NewSim(o.Profile, o.Hz, o.BufferBytes, o.Seed)
 	if err != nil {

@@ -119,6 +119,9 @@ type Pair struct {
 	Command func(ctx context.Context, args []string) (*exec.Cmd, error)
 	// TempDir holds the frames file (default os.TempDir()).
 	TempDir string
+	// BufferBytes is the foreground's burst buffer (0: the child's
+	// default, BufferLLCMultiple × the LLC).
+	BufferBytes int64
 }
 
 // ForegroundCommand runs `EXECUTABLE fg ARGS…`: this very program, which
@@ -145,6 +148,9 @@ func (p *Pair) foregroundArgs(framesPath string, calibrateOnly bool) []string {
 	}
 	args := []string{"--profile", p.Profile, "--hz", strconv.FormatFloat(hz, 'g', -1, 64),
 		"--cpu", strconv.Itoa(p.FgCPU), "--seed", strconv.FormatUint(p.Seed, 10), "--json"}
+	if p.BufferBytes > 0 {
+		args = append(args, "--buffer-mib", strconv.FormatInt(max(1, p.BufferBytes>>20), 10))
+	}
 	if calibrateOnly {
 		return append(args, "--calibrate-only")
 	}

@@ -40,6 +40,7 @@ func testForeground(args []string) int {
 	seed := fs.Uint64("seed", 1, "")
 	frames := fs.String("frames", "", "")
 	fs.Bool("json", true, "")
+	fs.Int("buffer-mib", 0, "")
 	calibrateOnly := fs.Bool("calibrate-only", false, "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2

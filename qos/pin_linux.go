@@ -159,3 +159,25 @@ func cpuList(set *unix.CPUSet) []int {
 	}
 	return out
 }
+
+// SetProcessNice sets the nice value of every thread of this process (on
+// Linux, nice is per thread; threads created later inherit it). The
+// foreground runs at a UI thread's priority (Android gives its UI and
+// render threads nice −10 and −4), so that other processes sharing its CPU
+// take less of it than the app would give them; lowering it needs
+// CAP_SYS_NICE.
+func SetProcessNice(nice int) error {
+	if nice < -20 || nice > 19 {
+		return fmt.Errorf("qos: nice %d outside [-20, 19]", nice)
+	}
+	tids, err := threadIDs()
+	if err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("qos: setpriority(thread %d, %d): %w", tid, nice, err)
+		}
+	}
+	return nil
+}

@@ -27,3 +27,6 @@ func LastCPU() int { return runtime.NumCPU() - 1 }
 
 // PinProcessTemporarily is not available off Linux.
 func PinProcessTemporarily(cpu int) (func() error, error) { return nil, errNoAffinity }
+
+// SetProcessNice is not available off Linux.
+func SetProcessNice(nice int) error { return errNoAffinity }

@@ -216,8 +216,8 @@ type Calibration struct {
 // period: it measures the time per unit (unpaced frames at fixed work),
 // sets units so that the (100 − targetPct)-th percentile of the
 // multiplier distribution times that cost is a period, then checks with a
-// paced run of checkFor and corrects once from the measured percentile if
-// the jank is off by more than a factor of 1.6. On a loaded machine the
+// paced run of checkFor and corrects once from the measured percentile
+// (by at most a third) if the jank is off by more than a factor of 1.6. On a loaded machine the
 // measured cost is higher, so the loop does less work: calibrate once and
 // pass the units to every run of an experiment.
 func (s *Sim) Calibrate(ctx context.Context, targetPct float64, checkFor time.Duration) (Calibration, error) {
@@ -263,7 +263,10 @@ func (s *Sim) Calibrate(ctx context.Context, targetPct float64, checkFor time.Du
 			times[i] = float64(f.Duration())
 		}
 		slices.Sort(times)
-		if err := s.SetUnits(s.units * float64(s.period) / Percentile(times, 100-targetPct)); err != nil {
+		// A stall from another process can dominate a short check run: trust
+		// it to correct the estimate by at most a third either way.
+		f := min(max(float64(s.period)/Percentile(times, 100-targetPct), 0.75), 4.0/3)
+		if err := s.SetUnits(s.units * f); err != nil {
 			return c, err
 		}
 	}

@@ -34,6 +34,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	hz := fs.Float64("hz", 120, "the foreground's refresh rate")
 	fgCPU := fs.Int("fg-cpu", qos.LastCPU(), "CPU of the foreground")
 	bgCPU := fs.Int("bg-cpu", 0, "CPU of the background LLM (this process)")
+	bufMiB := fs.Int("buffer-mib", 0, "size of the foreground's burst buffer in MiB (0: 16× the last-level cache)")
 	units := fs.Float64("units", 0, "foreground work units per frame (0: calibrate each profile alone first)")
 	duty := fs.Float64("duty", 0, "sporadic background: on for this `fraction` of every --period (0: always on)")
 	period := fs.Duration("period", 50*time.Second, "period of the sporadic background")
@@ -74,6 +75,8 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--draft-max %d: want 1 to 64", *draftMax)
 	case *fgCPU < 0 || *fgCPU >= runtime.NumCPU() || *bgCPU < 0 || *bgCPU >= runtime.NumCPU():
 		return fmt.Errorf("--fg-cpu %d, --bg-cpu %d: this machine has CPUs 0 to %d", *fgCPU, *bgCPU, runtime.NumCPU()-1)
+	case *bufMiB < 0 || *bufMiB > 64<<10:
+		return fmt.Errorf("--buffer-mib %d: want 1 to 65536 (0: the default)", *bufMiB)
 	case *fgCPU == *bgCPU:
 		return fmt.Errorf("--fg-cpu and --bg-cpu are both %d: the experiment needs the foreground and the LLM on different CPUs", *fgCPU)
 	}
@@ -136,7 +139,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
 		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
-		Seed: 1, Window: *window, Units: *units, Progress: progress}
+		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress}
 	if *duty > 0 && *duty < 1 {
 		exp.Duty, exp.Period = *duty, *period
 	}

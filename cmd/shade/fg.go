@@ -21,10 +21,12 @@ func cmdFg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hz := fs.Float64("hz", 120, "refresh rate: a frame's deadline is one period (8.33 ms at 120 Hz)")
 	seconds := fs.Float64("seconds", 10, "length of the measured run")
 	cpu := fs.Int("cpu", qos.LastCPU(), "pin every thread to this CPU (-1: no pinning)")
+	nice := fs.Int("nice", -10, "run at this nice value, as a UI thread does (Android: −10), when permitted; 0 leaves it")
 	units := fs.Float64("units", 0, "work units per frame (0: calibrate on this core first so that alone about --jank-target % of frames are janky)")
 	target := fs.Float64("jank-target", 5, "calibration's target jank `percent`")
 	calibrateOnly := fs.Bool("calibrate-only", false, "calibrate, print the units and stop")
 	framesPath := fs.String("frames", "", "write every frame's start and end (CLOCK_MONOTONIC ns) as CSV to `file`")
+	bufMiB := fs.Int("buffer-mib", 0, "size of the composition bursts' buffer in MiB (0: 16× the last-level cache)")
 	seed := fs.Uint64("seed", 1, "seed of the frame-to-frame work variation")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
@@ -34,6 +36,9 @@ func cmdFg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if *bufMiB < 0 || *bufMiB > 64<<10 {
+		return fmt.Errorf("--buffer-mib %d: want 1 to 65536 (0: the default)", *bufMiB)
 	}
 	prof, err := qos.LookupProfile(*profile)
 	if err != nil {
@@ -46,8 +51,8 @@ func cmdFg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--units %v: want a positive number (0: calibrate)", *units)
 	}
 	rep, err := qos.RunForeground(ctx, qos.ForegroundOptions{Profile: prof, Hz: *hz,
-		Duration: time.Duration(*seconds * float64(time.Second)), CPU: *cpu, Units: *units,
-		TargetJankPct: *target, Seed: *seed, CalibrateOnly: *calibrateOnly})
+		Duration: time.Duration(*seconds * float64(time.Second)), CPU: *cpu, Nice: *nice, Units: *units,
+		TargetJankPct: *target, Seed: *seed, BufferBytes: int64(*bufMiB) << 20, CalibrateOnly: *calibrateOnly})
 	if err != nil {
 		return err
 	}
@@ -73,6 +78,9 @@ func printForeground(w io.Writer, r *qos.ForegroundReport) {
 	llc := "from sysfs"
 	if !r.LLCFromSysfs {
 		llc = "assumed"
+	}
+	if r.Nice != 0 {
+		where += fmt.Sprintf(" at nice %d", r.Nice)
 	}
 	fmt.Fprintf(w, "profile     %s at %g Hz on %s, burst buffer %s (%d× the %s LLC, %s)\n", r.Profile, r.Hz, where,
 		human(uint64(r.BufferBytes)), r.BufferBytes/max(r.LLCBytes, 1), human(uint64(r.LLCBytes)), llc)
