@@ -9,14 +9,14 @@ import (
 
 // ForegroundOptions configure RunForeground.
 type ForegroundOptions struct {
-	Profile       Profile
-	Hz            float64       // default 120
-	Duration      time.Duration // default 10 s
-	CPU           int           // pin to this CPU; < 0: no pinning
+	Profile  Profile
+	Hz       float64       // default 120
+	Duration time.Duration // default 10 s
+	CPU      int           // pin to this CPU; < 0: no pinning
 	// Nice, if not 0, is set on every thread (see SetProcessNice); when
 	// not permitted the run goes on at the current priority and
 	// ForegroundReport.Nice says so.
-	Nice int
+	Nice          int
 	Units         float64       // work units per frame; 0: calibrate first
 	TargetJankPct float64       // calibration target (default 5)
 	CheckFor      time.Duration // calibration check run (default 1.5 s)
