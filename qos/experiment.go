@@ -42,16 +42,19 @@ type Experiment struct {
 
 // Run is one repetition of one (profile, policy) cell.
 type Run struct {
-	Summary          Summary            `json:"summary"`
-	TokPerS          float64            `json:"tok_per_s"`
-	EffectiveTokPerS float64            `json:"effective_tok_per_s"`
-	BusyFraction     float64            `json:"busy_fraction"` // background busy time ÷ wall time
-	SleepFraction    float64            `json:"sleep_fraction"`
-	Samples          int                `json:"samples"`
-	MeanScore        float64            `json:"mean_score"` // mean contention sample
-	Correlation      Correlation        `json:"correlation"`
-	MeanSlowdown     float64            `json:"mean_slowdown"` // frame time ÷ native, mean over frames
-	Notes            map[string]float64 `json:"notes,omitempty"`
+	Summary          Summary     `json:"summary"`
+	TokPerS          float64     `json:"tok_per_s"`
+	EffectiveTokPerS float64     `json:"effective_tok_per_s"`
+	BusyFraction     float64     `json:"busy_fraction"` // background busy time ÷ wall time
+	SleepFraction    float64     `json:"sleep_fraction"`
+	Samples          int         `json:"samples"`
+	MeanScore        float64     `json:"mean_score"` // mean contention sample
+	Correlation      Correlation `json:"correlation"`
+	MeanSlowdown     float64     `json:"mean_slowdown"` // frame time ÷ native, mean over frames
+	// StolenPct is the share of the run the foreground waited for its
+	// core (other processes on it): noise, not memory contention.
+	StolenPct float64            `json:"stolen_pct"`
+	Notes     map[string]float64 `json:"notes,omitempty"`
 }
 
 // Row is a (profile, policy) cell: medians over repetitions.
@@ -66,6 +69,7 @@ type Row struct {
 	TokPerS          float64 `json:"tok_per_s"`
 	EffectiveTokPerS float64 `json:"effective_tok_per_s"`
 	MeanSlowdown     float64 `json:"mean_slowdown"`
+	StolenPct        float64 `json:"stolen_pct"`
 	// R is the median Pearson r of contention score and slowdown over the
 	// repetitions that had one (RValid false: none had).
 	R      float64 `json:"r"`
@@ -200,6 +204,9 @@ func (e *Experiment) summarize(res *PairResult, native []Frame, nativeMedian tim
 	fg, bg := &res.Foreground, &res.Background
 	run := Run{Summary: fg.Summary, TokPerS: bg.TokPerS(), EffectiveTokPerS: bg.EffectiveTokPerS(),
 		Samples: len(bg.Samples), Notes: bg.Notes}
+	if fg.Summary.Seconds > 0 {
+		run.StolenPct = fg.RunqueueWaitMs / 10 / fg.Summary.Seconds
+	}
 	if bg.Wall > 0 {
 		run.BusyFraction = bg.Busy.Seconds() / bg.Wall.Seconds()
 		run.SleepFraction = bg.Sleep.Seconds() / bg.Wall.Seconds()
@@ -240,6 +247,7 @@ func aggregate(profile, policy string, runs []Run) Row {
 	row.TokPerS = pick(func(r Run) float64 { return r.TokPerS })
 	row.EffectiveTokPerS = pick(func(r Run) float64 { return r.EffectiveTokPerS })
 	row.MeanSlowdown = pick(func(r Run) float64 { return r.MeanSlowdown })
+	row.StolenPct = pick(func(r Run) float64 { return r.StolenPct })
 	var rs []float64
 	for _, r := range runs {
 		if r.Correlation.Valid {

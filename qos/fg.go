@@ -38,7 +38,11 @@ type ForegroundReport struct {
 	Units        float64      `json:"units"`
 	Calibration  *Calibration `json:"calibration,omitempty"`
 	Summary      Summary      `json:"summary"`
-	Frames       []Frame      `json:"-"`
+	// RunqueueWaitMs is how long the loop was runnable but not running
+	// during the measured run: its core taken by other processes, noise
+	// that memory contention does not explain.
+	RunqueueWaitMs float64 `json:"runqueue_wait_ms"`
+	Frames         []Frame `json:"-"`
 }
 
 // RunForeground pins the process, sets up the frame loop, calibrates it
@@ -89,7 +93,9 @@ func RunForeground(ctx context.Context, o ForegroundOptions) (ForegroundReport, 
 	if o.CalibrateOnly {
 		return rep, nil
 	}
+	wait0 := RunqueueWait()
 	frames, err := sim.Run(ctx, o.Duration)
+	rep.RunqueueWaitMs = float64(RunqueueWait()-wait0) / 1e6
 	rep.Frames = frames
 	rep.Summary = Summarize(frames, sim.Period())
 	return rep, err

@@ -30,3 +30,6 @@ func PinProcessTemporarily(cpu int) (func() error, error) { return nil, errNoAff
 
 // SetProcessNice is not available off Linux.
 func SetProcessNice(nice int) error { return errNoAffinity }
+
+// RunqueueWait is not known off Linux.
+func RunqueueWait() time.Duration { return 0 }

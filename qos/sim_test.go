@@ -2,6 +2,7 @@ package qos
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -131,5 +132,37 @@ func TestCalibrate(t *testing.T) {
 	}
 	if _, err := s.Calibrate(context.Background(), 0, time.Second); err == nil {
 		t.Error("target jank 0 accepted")
+	}
+}
+
+// Two threads spinning on one pinned CPU must wait for each other.
+func TestRunqueueWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("no schedstat")
+	}
+	restore, err := PinProcessTemporarily(LastCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	before := RunqueueWait()
+	stop := time.Now().Add(60 * time.Millisecond)
+	done := make(chan bool)
+	for range 2 {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for time.Now().Before(stop) {
+			}
+			done <- true
+		}()
+	}
+	<-done
+	<-done
+	if w := RunqueueWait() - before; w < 5*time.Millisecond {
+		t.Errorf("two spinning threads on one CPU waited %v in all", w)
 	}
 }

@@ -180,7 +180,7 @@ func printQoS(w io.Writer, o *qosOutput) {
 	if o.Target != "" {
 		fmt.Fprintf(w, "LLM %s, draft %v\n", o.Target, orDash(nonEmpty(o.Draft)))
 	}
-	fmt.Fprintln(w, "profile  policy        jank %   p95 ms   p99 ms   slow   tok/s   eff tok/s   slowdown   r")
+	fmt.Fprintln(w, "profile  policy        jank %   p95 ms   p99 ms   slow   tok/s   eff tok/s   slowdown   r      stolen")
 	for _, row := range r.Rows {
 		rs := "–"
 		if row.RValid {
@@ -190,8 +190,8 @@ func printQoS(w io.Writer, o *qosOutput) {
 		if row.TokPerS > 0 {
 			tok, eff = fmt.Sprintf("%.2f", row.TokPerS), fmt.Sprintf("%.2f", row.EffectiveTokPerS)
 		}
-		fmt.Fprintf(w, "%-8s %-12s %7.1f  %7.2f  %7.2f  %5.0f  %6s  %10s   %7.3f×  %s\n",
-			row.Profile, row.Policy, row.JankPct, row.P95Ms, row.P99Ms, row.Slow, tok, eff, row.MeanSlowdown, rs)
+		fmt.Fprintf(w, "%-8s %-12s %7.1f  %7.2f  %7.2f  %5.0f  %6s  %10s   %7.3f×  %-5s  %5.1f%%\n",
+			row.Profile, row.Policy, row.JankPct, row.P95Ms, row.P99Ms, row.Slow, tok, eff, row.MeanSlowdown, rs, row.StolenPct)
 	}
 }
 

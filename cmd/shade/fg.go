@@ -94,7 +94,8 @@ func printForeground(w io.Writer, r *qos.ForegroundReport) {
 	if s.Frames == 0 {
 		return
 	}
-	fmt.Fprintf(w, "frames      %d in %.1f s (%.1f fps), %d vsyncs missed\n", s.Frames, s.Seconds, s.FPS, s.MissedVsyncs)
+	fmt.Fprintf(w, "frames      %d in %.1f s (%.1f fps), %d vsyncs missed; other processes held this core %.0f ms (%.1f%%)\n",
+		s.Frames, s.Seconds, s.FPS, s.MissedVsyncs, r.RunqueueWaitMs, r.RunqueueWaitMs/10/max(s.Seconds, 1e-9))
 	fmt.Fprintf(w, "jank        %.1f%% (%d frames over %.2f ms), %d slow (over two periods), longest janky streak %d\n",
 		s.JankPct, s.Janky, s.PeriodMs, s.Slow, s.LongestStreak)
 	fmt.Fprintf(w, "frame time  mean %.2f  p50 %.2f  p95 %.2f  p99 %.2f  max %.2f ms\n", s.MeanMs, s.P50Ms, s.P95Ms, s.P99Ms, s.MaxMs)
