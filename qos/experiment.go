@@ -36,8 +36,8 @@ type Experiment struct {
 	Command     func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
 	Progress    func(what string)
 	// Keep, if set, is called with every run's result (to save frames and
-	// samples).
-	Keep func(profile, policy string, rep int, r *PairResult)
+	// samples: SaveRun); an error stops the experiment.
+	Keep func(profile, policy string, rep int, r *PairResult) error
 }
 
 // Run is one repetition of one (profile, policy) cell.
@@ -177,7 +177,9 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 					return rep, fmt.Errorf("qos: %s with %s: %w", prof, pol.Name, err)
 				}
 				if e.Keep != nil {
-					e.Keep(prof, pol.Name, r, &res)
+					if err := e.Keep(prof, pol.Name, r, &res); err != nil {
+						return rep, err
+					}
 				}
 				if pol.Native && native == nil {
 					native = res.Foreground.Frames

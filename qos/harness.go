@@ -249,8 +249,18 @@ func (p *Pair) Run(ctx context.Context, bg Background) (PairResult, error) {
 	return res, ctx.Err()
 }
 
-// FramesPathFor names a frames file in dir for a run (exported for callers
-// that keep frames: not used by Run, which deletes its own).
-func FramesPathFor(dir, profile, policy string, rep int) string {
-	return filepath.Join(dir, fmt.Sprintf("frames-%s-%s-%d.csv", profile, policy, rep))
+// SaveRun writes a run's frames (frames-PROFILE-POLICY-REP.csv, see
+// WriteFrames) and its background's samples (samples-….csv: t_ns,value)
+// into dir, for analysis beyond the report.
+func SaveRun(dir, profile, policy string, rep int, r *PairResult) error {
+	name := fmt.Sprintf("%s-%s-%d.csv", profile, policy, rep)
+	if err := WriteFramesFile(filepath.Join(dir, "frames-"+name), r.Foreground.Frames); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString("t_ns,value\n")
+	for _, s := range r.Background.Samples {
+		fmt.Fprintf(&b, "%d,%g\n", s.T, s.Value)
+	}
+	return os.WriteFile(filepath.Join(dir, "samples-"+name), b.Bytes(), 0o644)
 }

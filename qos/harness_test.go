@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -155,18 +156,28 @@ func TestExperimentEndToEnd(t *testing.T) {
 	}
 	fgCPU, bgCPU := cpus()
 	var kept atomic.Int32
+	dir := t.TempDir()
 	hog := Policy{Name: "hog", Summary: "a memory-streaming loop", New: func(*LLM) (Background, error) {
 		return memoryHog(make([]uint64, 8<<20)), nil
 	}}
 	e := Experiment{Profiles: []string{"social"}, Policies: []Policy{hog, Native()}, Reps: 1,
 		Duration: 700 * time.Millisecond, FgCPU: fgCPU, BgCPU: bgCPU, Seed: 3, Command: testCommand,
-		Keep: func(string, string, int, *PairResult) { kept.Add(1) }}
+		Keep: func(prof, pol string, r int, res *PairResult) error {
+			kept.Add(1)
+			return SaveRun(dir, prof, pol, r, res)
+		}}
 	rep, err := e.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Rows) != 2 || rep.Rows[0].Policy != "native" || rep.Rows[1].Policy != "hog" || kept.Load() != 2 {
 		t.Fatalf("rows %+v, %d kept", rep.Rows, kept.Load())
+	}
+	if fr, err := ReadFramesFile(filepath.Join(dir, "frames-social-hog-0.csv")); err != nil || len(fr) != rep.Rows[1].Runs[0].Summary.Frames {
+		t.Errorf("saved frames: %v, %d", err, len(fr))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "samples-social-hog-0.csv")); err != nil || strings.Count(string(b), "\n") != rep.Rows[1].Runs[0].Samples+1 {
+		t.Errorf("saved samples: %v", err)
 	}
 	if rep.Units["social"] <= 0 || rep.Calibration["social"] == nil {
 		t.Errorf("no calibration: %+v", rep.Units)

@@ -47,6 +47,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	chunkLayers := fs.Int("chunk-layers", qos.DefaultChunkLayers, "chunk-sleep: target layers per chunk")
 	chunkSleep := fs.Duration("chunk-sleep", qos.DefaultChunkSleep, "chunk-sleep: sleep after each chunk")
 	outDir := fs.String("out", "", "write the report (qos.json) and plots (qos-PROFILE.svg: jank % vs LLM tok/s) to `dir`")
+	keepRuns := fs.Bool("keep-runs", false, "with --out: also write every run's frames and contention samples as CSV (frames-PROFILE-POLICY-REP.csv, samples-…)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -140,6 +141,14 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
 		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
 		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress}
+	if *keepRuns {
+		if *outDir == "" {
+			return fmt.Errorf("--keep-runs needs --out DIR")
+		}
+		exp.Keep = func(prof, pol string, rep int, r *qos.PairResult) error {
+			return qos.SaveRun(*outDir, prof, pol, rep, r)
+		}
+	}
 	if *duty > 0 && *duty < 1 {
 		exp.Duty, exp.Period = *duty, *period
 	}
