@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -93,6 +94,10 @@ func RunForeground(ctx context.Context, o ForegroundOptions) (ForegroundReport, 
 	if o.CalibrateOnly {
 		return rep, nil
 	}
+	// The loop stays on one OS thread, so that the run-queue wait read
+	// before and after is the loop's own (not the runtime's other threads').
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	wait0 := RunqueueWait()
 	frames, err := sim.Run(ctx, o.Duration)
 	rep.RunqueueWaitMs = float64(RunqueueWait()-wait0) / 1e6

@@ -184,27 +184,22 @@ func SetProcessNice(nice int) error {
 	return nil
 }
 
-// RunqueueWait is the total time the threads of this process have spent
-// runnable but waiting for a CPU (/proc/self/task/*/schedstat): on a pinned
-// foreground, time other processes took its core. Zero when the kernel
-// does not keep the statistics.
+// RunqueueWait is the time the calling OS thread has spent runnable but
+// waiting for a CPU (/proc/thread-self/schedstat): for a pinned frame
+// loop locked to its thread, time other processes took its core. Zero
+// when the kernel does not keep the statistics.
 func RunqueueWait() time.Duration {
-	tids, err := threadIDs()
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
 	if err != nil {
 		return 0
 	}
-	var total int64
-	for _, tid := range tids {
-		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/schedstat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) >= 2 {
-			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				total += n
-			}
-		}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
 	}
-	return time.Duration(total)
+	n, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n)
 }
