@@ -88,14 +88,26 @@ type Correlation struct {
 	Valid   bool          `json:"valid"`   // false: too few windows or a constant series
 }
 
-// WindowCorrelation cuts the time both cover into windows of length window,
-// takes in each the mean sample value and the mean slowdown of the frames
-// that ended in it (slowdown[i] belongs to frames[i]), and correlates the
-// two over the windows that have both.
-func WindowCorrelation(frames []Frame, slowdown []float64, samples []Sample, window time.Duration) Correlation {
-	c := Correlation{Window: window}
+// Window is one time window of a run: the mean contention sample and the
+// mean slowdown of the frames that ended in it (N counts each; a mean
+// over nothing is 0).
+type Window struct {
+	T        float64 `json:"t_s"` // start, seconds after the first window
+	Score    float64 `json:"score"`
+	Slowdown float64 `json:"slowdown"`
+	Samples  int     `json:"samples"`
+	Frames   int     `json:"frames"`
+}
+
+// maxWindows bounds Windows' output (a window far too small for the span
+// is refused rather than allocated).
+const maxWindows = 10_000_000
+
+// Windows cuts the time that frames and samples both cover into windows of
+// length window and averages each (slowdown[i] belongs to frames[i]).
+func Windows(frames []Frame, slowdown []float64, samples []Sample, window time.Duration) []Window {
 	if window <= 0 || len(frames) == 0 || len(samples) == 0 || len(slowdown) != len(frames) {
-		return c
+		return nil
 	}
 	lo, hi := frames[0].Start, frames[0].End
 	for _, f := range frames {
@@ -107,38 +119,51 @@ func WindowCorrelation(frames []Frame, slowdown []float64, samples []Sample, win
 	}
 	lo, hi = max(lo, slo), min(hi, shi)
 	if hi <= lo {
-		return c
+		return nil
 	}
-	n := int((hi-lo)/int64(window)) + 1
-	if n > 10_000_000 {
-		return c // a window far too small for the span: refuse rather than allocate
+	n := (hi-lo)/int64(window) + 1
+	if n > maxWindows {
+		return nil
 	}
-	type acc struct {
-		sum float64
-		n   int
+	ws := make([]Window, n)
+	for i := range ws {
+		ws[i].T = float64(int64(i)*int64(window)) / 1e9
 	}
-	fs, ss := make([]acc, n), make([]acc, n)
 	for i, f := range frames {
-		if f.End < lo || f.End > hi {
-			continue
+		if f.End >= lo && f.End <= hi {
+			w := &ws[(f.End-lo)/int64(window)]
+			w.Slowdown += slowdown[i]
+			w.Frames++
 		}
-		w := &fs[(f.End-lo)/int64(window)]
-		w.sum += slowdown[i]
-		w.n++
 	}
 	for _, s := range samples {
-		if s.T < lo || s.T > hi {
-			continue
+		if s.T >= lo && s.T <= hi {
+			w := &ws[(s.T-lo)/int64(window)]
+			w.Score += s.Value
+			w.Samples++
 		}
-		w := &ss[(s.T-lo)/int64(window)]
-		w.sum += s.Value
-		w.n++
 	}
+	for i := range ws {
+		if w := &ws[i]; w.Frames > 0 {
+			w.Slowdown /= float64(w.Frames)
+		}
+		if w := &ws[i]; w.Samples > 0 {
+			w.Score /= float64(w.Samples)
+		}
+	}
+	return ws
+}
+
+// WindowCorrelation correlates, over the windows (see Windows) that hold
+// both frames and samples, the mean contention sample with the mean
+// slowdown.
+func WindowCorrelation(frames []Frame, slowdown []float64, samples []Sample, window time.Duration) Correlation {
+	c := Correlation{Window: window}
 	var x, y []float64
-	for i := range n {
-		if fs[i].n > 0 && ss[i].n > 0 {
-			x = append(x, ss[i].sum/float64(ss[i].n))
-			y = append(y, fs[i].sum/float64(fs[i].n))
+	for _, w := range Windows(frames, slowdown, samples, window) {
+		if w.Frames > 0 && w.Samples > 0 {
+			x = append(x, w.Score)
+			y = append(y, w.Slowdown)
 		}
 	}
 	c.Windows = len(x)

@@ -77,6 +77,13 @@ func TestWindowCorrelation(t *testing.T) {
 	if !c.Valid || math.Abs(c.R) > 0.4 {
 		t.Errorf("unrelated samples: %+v, want |r| small", c)
 	}
+	ws := Windows(frames, slow, follows, 100*time.Millisecond)
+	if len(ws) != 20 || ws[0].T != 0 || ws[1].T != 0.1 || ws[0].Frames == 0 || ws[0].Samples == 0 {
+		t.Fatalf("windows: %d, first %+v", len(ws), ws[:min(2, len(ws))])
+	}
+	if ws[0].Slowdown != 1 || ws[2].Slowdown < 1.2 || ws[2].Score < 0.3 || ws[0].Score > 0.1 {
+		t.Errorf("window means: %+v, %+v", ws[0], ws[2])
+	}
 	late := []Sample{{T: 10 * 240 * period, Value: 1}, {T: 11 * 240 * period, Value: 2}}
 	if c := WindowCorrelation(frames, slow, late, 50*time.Millisecond); c.Valid || c.Windows != 0 {
 		t.Errorf("no overlap: %+v", c)

@@ -50,7 +50,10 @@ type Run struct {
 	Samples          int         `json:"samples"`
 	MeanScore        float64     `json:"mean_score"` // mean contention sample
 	Correlation      Correlation `json:"correlation"`
-	MeanSlowdown     float64     `json:"mean_slowdown"` // frame time ÷ native, mean over frames
+	// Windows are the run's per-window means (see Windows) behind the
+	// correlation, for plotting over time.
+	Windows      []Window `json:"windows,omitempty"`
+	MeanSlowdown float64  `json:"mean_slowdown"` // frame time ÷ native, mean over frames
 	// StolenPct is the share of the run the foreground waited for its
 	// core (other processes on it): noise, not memory contention.
 	StolenPct float64            `json:"stolen_pct"`
@@ -228,6 +231,7 @@ func (e *Experiment) summarize(res *PairResult, native []Frame, nativeMedian tim
 			run.MeanSlowdown += s / float64(len(slow))
 		}
 		run.Correlation = WindowCorrelation(fg.Frames, slow, bg.Samples, e.Window)
+		run.Windows = Windows(fg.Frames, slow, bg.Samples, e.Window)
 	}
 	return run
 }

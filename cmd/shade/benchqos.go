@@ -46,7 +46,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	rateCap := fs.Float64("rate-cap", qos.DefaultRateCap, "freq-limit's cap in tok/s")
 	chunkLayers := fs.Int("chunk-layers", qos.DefaultChunkLayers, "chunk-sleep: target layers per chunk")
 	chunkSleep := fs.Duration("chunk-sleep", qos.DefaultChunkSleep, "chunk-sleep: sleep after each chunk")
-	outDir := fs.String("out", "", "write the report (qos.json) and plots (qos-PROFILE.svg: jank % vs LLM tok/s) to `dir`")
+	outDir := fs.String("out", "", "write the report (qos.json) and plots (qos-PROFILE.svg: jank % vs LLM tok/s; qos-PROFILE-POLICY-timeline.svg: slowdown and contention score over the first repetition) to `dir`")
 	keepRuns := fs.Bool("keep-runs", false, "with --out: also write every run's frames and contention samples as CSV (frames-PROFILE-POLICY-REP.csv, samples-…)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
@@ -226,6 +226,27 @@ func writeQoSFiles(dir string, o *qosOutput) error {
 		}
 		byProfile[row.Profile] = append(byProfile[row.Profile], row)
 	}
+	// Over time: each LLM policy's first repetition, window by window.
+	for _, row := range o.Rows {
+		if len(row.Runs) == 0 || len(row.Runs[0].Windows) == 0 {
+			continue
+		}
+		var slow, score []plot.Point
+		for _, w := range row.Runs[0].Windows {
+			if w.Frames > 0 {
+				slow = append(slow, plot.Point{X: w.T, Y: w.Slowdown})
+			}
+			if w.Samples > 0 {
+				score = append(score, plot.Point{X: w.T, Y: w.Score})
+			}
+		}
+		c := plot.Chart{Title: fmt.Sprintf("%s beside %s: slowdown and contention over time (r %.2f)", row.Profile, row.Policy, row.Runs[0].Correlation.R),
+			XLabel: fmt.Sprintf("seconds (%.0f ms windows)", o.WindowMs), YLabel: "frame time ÷ native; contention score", Width: 900, YZero: true,
+			Series: []plot.Series{{Name: "slowdown", Points: slow, Line: true}, {Name: "contention", Points: score, Line: true}}}
+		if err := writeChart(filepath.Join(dir, "qos-"+row.Profile+"-"+row.Policy+"-timeline.svg"), c); err != nil {
+			return err
+		}
+	}
 	for _, prof := range order {
 		c := plot.Chart{Title: fmt.Sprintf("%s at %g Hz: foreground jank vs background LLM speed", prof, o.Hz),
 			XLabel: xLabel, YLabel: "jank % (frames over the deadline)", XZero: true, YZero: true}
@@ -236,19 +257,23 @@ func writeQoSFiles(dir string, o *qosOutput) error {
 			}
 			c.Series = append(c.Series, plot.Series{Name: row.Policy, Points: []plot.Point{{X: x, Y: row.JankPct}}})
 		}
-		f, err := os.Create(filepath.Join(dir, "qos-"+prof+".svg"))
-		if err != nil {
-			return err
-		}
-		err = c.WriteSVG(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := writeChart(filepath.Join(dir, "qos-"+prof+".svg"), c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func writeChart(path string, c plot.Chart) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = c.WriteSVG(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // qosModels returns the cached Llama-3.2-1B-shape Q4_0 target whose layers

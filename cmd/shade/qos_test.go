@@ -122,6 +122,9 @@ func TestBenchQoSEndToEnd(t *testing.T) {
 	if err := xml.Unmarshal(svg, &doc); err != nil || doc.XMLName.Local != "svg" {
 		t.Errorf("plot: %v, root %v", err, doc.XMLName)
 	}
+	if _, err := os.Stat(filepath.Join(out, "qos-video-ar-timeline.svg")); err != nil {
+		t.Errorf("no timeline plot: %v", err)
+	}
 	for _, p := range []string{"native", "ar", "chunk-sleep"} {
 		if !strings.Contains(string(svg), `data-name="`+p+`"`) {
 			t.Errorf("plot has no series %s", p)
