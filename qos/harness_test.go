@@ -54,6 +54,9 @@ func testForeground(args []string) int {
 	rep, err := RunForeground(context.Background(), ForegroundOptions{Profile: prof, Hz: *hz,
 		Duration: time.Duration(*seconds * float64(time.Second)), CPU: *cpu, Units: *units, Seed: *seed,
 		BufferBytes: 16 << 20, CheckFor: 200 * time.Millisecond, CalibrateOnly: *calibrateOnly})
+	if ms := os.Getenv("QOS_TEST_STOLEN_MS"); ms != "" && err == nil {
+		fmt.Sscan(ms, &rep.RunqueueWaitMs) // pretend another process took the core
+	}
 	if err == nil && *frames != "" {
 		err = WriteFramesFile(*frames, rep.Frames)
 	}
@@ -297,5 +300,32 @@ func TestPolicyRegistry(t *testing.T) {
 		if _, err := p.New(nil); err == nil {
 			t.Errorf("%s built without an LLM", p.Name)
 		}
+	}
+}
+
+// Runs whose foreground lost its core to other processes are run again.
+func TestExperimentRetriesNoisyRuns(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the harness pins CPUs: Linux only")
+	}
+	fgCPU, bgCPU := cpus()
+	t.Setenv("QOS_TEST_STOLEN_MS", "200") // 200 ms of a 0.4 s run: 50%
+	var log []string
+	e := Experiment{Profiles: []string{"scroll"}, Policies: []Policy{Native()}, Reps: 1, Units: 800,
+		Duration: 400 * time.Millisecond, FgCPU: fgCPU, BgCPU: bgCPU, Command: testCommand,
+		MaxStolenPct: 20, Retries: 2, Progress: func(s string) { log = append(log, s) }}
+	rep, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.Join(log, "\n"), "once more"); n != 2 {
+		t.Errorf("%d retries, want 2:\n%s", n, strings.Join(log, "\n"))
+	}
+	if st := rep.Rows[0].StolenPct; st < 40 {
+		t.Errorf("stolen %.0f%%, want the last attempt's ≈50%%", st)
+	}
+	e.MaxStolenPct, log = 60, nil
+	if _, err := e.Run(context.Background()); err != nil || strings.Contains(strings.Join(log, "\n"), "once more") {
+		t.Errorf("a run under the threshold was retried: %v\n%s", err, strings.Join(log, "\n"))
 	}
 }

@@ -39,6 +39,8 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	duty := fs.Float64("duty", 0, "sporadic background: on for this `fraction` of every --period (0: always on)")
 	period := fs.Duration("period", 50*time.Second, "period of the sporadic background")
 	window := fs.Duration("window", 100*time.Millisecond, "time window of the contention–slowdown correlation")
+	maxStolen := fs.Float64("max-stolen", 0, "run a run again (up to --retries times) when other processes held the foreground's core for more than this `percent` of it (0: never)")
+	retries := fs.Int("retries", 2, "most extra attempts of a run with --max-stolen")
 	threads := fs.Int("threads", 1, "the LLM's worker threads (1: it stays on its core)")
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: the built-in prompts of bench spec)")
 	maxTokens := fs.Int("max-tokens", 128, "tokens per generation; the LLM starts the next prompt when one ends")
@@ -68,6 +70,8 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--period %v: want (0, 1h]", *period)
 	case *window < time.Millisecond || *window > time.Minute:
 		return fmt.Errorf("--window %v: want 1ms to 1m", *window)
+	case *maxStolen < 0 || *maxStolen > 100 || *retries < 0 || *retries > 100:
+		return fmt.Errorf("--max-stolen %v, --retries %d: want a percentage and 0 to 100 retries", *maxStolen, *retries)
 	case *threads < 1 || *threads > 256:
 		return fmt.Errorf("--threads %d: want 1 to 256", *threads)
 	case *maxTokens < 1 || *maxTokens > 1<<16:
@@ -140,7 +144,8 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
 		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
-		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress}
+		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress,
+		MaxStolenPct: *maxStolen, Retries: *retries}
 	if *keepRuns {
 		if *outDir == "" {
 			return fmt.Errorf("--keep-runs needs --out DIR")
