@@ -126,7 +126,7 @@ func TestPairEndToEnd(t *testing.T) {
 	if fg.Profile != "scroll" || fg.Units != 1500 || fg.CPU != fgCPU || fg.Calibration != nil {
 		t.Errorf("foreground report %+v", fg)
 	}
-	if len(fg.Frames) < 60 || fg.Summary.Frames != len(fg.Frames) {
+	if len(fg.Frames) < 30 || fg.Summary.Frames != len(fg.Frames) {
 		t.Fatalf("%d frames in the file, %d in the summary", len(fg.Frames), fg.Summary.Frames)
 	}
 	if bg.Tokens == 0 || len(bg.Samples) == 0 || bg.Wall < time.Second || bg.Active != bg.Wall {
@@ -134,7 +134,7 @@ func TestPairEndToEnd(t *testing.T) {
 	}
 	// The background ran around the child: its samples cover the frames.
 	first, last := fg.Frames[0].Start, fg.Frames[len(fg.Frames)-1].End
-	if bg.Samples[0].T > first || bg.Samples[len(bg.Samples)-1].T < last-int64(50*time.Millisecond) {
+	if bg.Samples[0].T > first || bg.Samples[len(bg.Samples)-1].T < last-int64(500*time.Millisecond) {
 		t.Errorf("samples [%d, %d] do not cover frames [%d, %d]", bg.Samples[0].T, bg.Samples[len(bg.Samples)-1].T, first, last)
 	}
 
@@ -213,23 +213,25 @@ func TestSporadic(t *testing.T) {
 		<-ctx.Done()
 		return BackgroundResult{Tokens: 10, Busy: time.Since(t0)}, nil
 	})
-	bg, err := Sporadic(work, 0.4, 100*time.Millisecond)
+	bg, err := Sporadic(work, 0.25, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()
 	r, err := bg.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Wall = 350 * time.Millisecond
-	// Bursts at 0, 100, 200, 300 ms, each 40 ms long.
-	if n := bursts.Load(); n != 4 || r.Tokens != 40 {
+	r.Wall = 700 * time.Millisecond
+	// Bursts at 0, 200, 400, 600 ms, each 50 ms long (a loaded machine
+	// may start the last one too late to fit).
+	n := int(bursts.Load())
+	if (n != 4 && n != 3) || r.Tokens != 10*n {
 		t.Errorf("%d bursts, %d tokens; want 4 and 40", n, r.Tokens)
 	}
-	if r.Active < 150*time.Millisecond || r.Active > 230*time.Millisecond {
-		t.Errorf("active %v, want ≈160 ms", r.Active)
+	if on := time.Duration(n) * 50 * time.Millisecond; r.Active < on*8/10 || r.Active > on+100*time.Millisecond {
+		t.Errorf("active %v over %d bursts of 50 ms", r.Active, n)
 	}
 	if r.EffectiveTokPerS() >= r.TokPerS() {
 		t.Errorf("effective %v tok/s not below %v", r.EffectiveTokPerS(), r.TokPerS())
