@@ -1,6 +1,6 @@
 // Command shade runs Llama-family GGUF models on the CPU. Subcommands: run,
-// inspect, synth, perplexity, bench (and bench spec), serve, chat, pull,
-// calibrate.
+// inspect, synth, perplexity, bench (and bench spec, bench qos), serve, chat,
+// pull, calibrate, fg.
 // `shade help` lists them; `shade CMD -h` gives each one's flags.
 package main
 
@@ -29,9 +29,10 @@ func init() {
 		{"inspect", "show a GGUF file's architecture, hyperparameters, tokenizer and tensors", cmdInspect},
 		{"synth", "write a GGUF of a real model shape with random weights", cmdSynth},
 		{"perplexity", "perplexity of a model on a text file (llama.cpp's method)", cmdPerplexity},
-		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline", cmdBench},
+		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline (also bench spec, bench qos)", cmdBench},
 		{"serve", "OpenAI-compatible HTTP server (chat, completions, metrics) on 127.0.0.1", cmdServe},
 		{"chat", "interactive chat in the terminal with the model's chat template", cmdChat},
+		{"fg", "a foreground app's frame loop pinned to one core: jank % and frame-time percentiles", cmdFg},
 		{"pull", "download a model (USER/REPO/FILE.gguf or URL) into the cache, resumable", cmdPull},
 		{"calibrate", "measure this device's costs for a model and store them beside it", cmdCalibrate},
 	}
