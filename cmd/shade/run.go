@@ -18,7 +18,7 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--threads N] [--json]", stderr)
+	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--policy balanced|ui-first|off] [--threads N] [--json]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
@@ -35,6 +35,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print the stats line as JSON")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-text tokens")
 	sf := addSpecFlags(fs, true)
+	pf := addPolicyFlag(fs, "off", "elastic speculation: yield memory bandwidth to the foreground")
 	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
@@ -78,6 +79,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer e.Close()
+	if _, err := pf.apply(ctx, e, path, *sf.draft, &specCfg, stderr); err != nil {
+		return err
+	}
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
 		Spec: specCfg,
@@ -103,6 +107,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	printRunStats(stderr, st, *seed, *asJSON)
 	if *showStats || ar != nil {
 		printSpecStats(stderr, st, ar, mode)
+		printGovernorStats(stderr, st.Spec)
 	}
 	return nil
 }
