@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -199,7 +200,7 @@ func TestRelayUltimate(t *testing.T) {
 		ts = append(ts, tt)
 		es = append(es, 0.2*math.Sin(2*math.Pi*tt/0.25+0.1))
 	}
-	ku, tu, err := RelayUltimate(0.5, ts, es)
+	ku, tu, err := RelayUltimate(0.5, 0.01, ts, es)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +210,19 @@ func TestRelayUltimate(t *testing.T) {
 	if math.Abs(tu-0.25) > 0.005 {
 		t.Errorf("Tu = %v, want 0.25", tu)
 	}
-	if _, _, err := RelayUltimate(0.5, ts[:100], es[:100]); err == nil {
+	// Noise around zero inside the band is not a period.
+	noisy := slices.Clone(es)
+	for i := range noisy {
+		noisy[i] += 0.005 * float64(i%2*2-1)
+	}
+	if _, tu2, err := RelayUltimate(0.5, 0.02, ts, noisy); err != nil || math.Abs(tu2-0.25) > 0.005 {
+		t.Errorf("noisy: Tu = %v, %v; want 0.25", tu2, err)
+	}
+	if _, _, err := RelayUltimate(0.5, 0, ts[:100], es[:100]); err == nil {
 		t.Error("less than three periods accepted")
 	}
 	flat := make([]float64, len(ts))
-	if _, _, err := RelayUltimate(0.5, ts, flat); err == nil {
+	if _, _, err := RelayUltimate(0.5, 0, ts, flat); err == nil {
 		t.Error("no oscillation accepted")
 	}
 }

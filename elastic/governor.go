@@ -30,6 +30,12 @@ type Config struct {
 	Now func() int64
 }
 
+// FilterAlpha smooths the contention score the PI controller sees (an
+// exponential moving average over readings): single readings carry
+// scheduling noise a proportional term would pass straight through. The
+// hysteresis works on raw readings.
+const FilterAlpha = 0.3
+
 // DefaultGuardrailRate is the token bucket's default rate (tokens/s).
 const DefaultGuardrailRate = 12
 
@@ -48,6 +54,7 @@ type Governor struct {
 	log    sampleLog
 
 	u         float64 // the PI output: 0 (no action) … 1 (full)
+	filtered  float64 // CS smoothed for the PI (FilterAlpha)
 	lastRead  int64
 	preempted bool          // this step's draft was preempted
 	work      time.Duration // target-layer work since the last sleep
@@ -111,7 +118,7 @@ func (g *Governor) SetPolicy(p Policy) {
 	g.policy = p
 	g.pi.Reset()
 	g.sensor.Reset()
-	g.u, g.work = 0, 0
+	g.u, g.work, g.filtered = 0, 0, 0
 	g.bucket = NewBucket(g.bucket.Rate)
 }
 
@@ -177,7 +184,8 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	}
 	target := g.target()
 	contended := g.sensor.Observe(cs, target)
-	g.u = g.pi.Update(cs-target, dt)
+	g.filtered += FilterAlpha * (cs - g.filtered)
+	g.u = g.pi.Update(g.filtered-target, dt)
 	if !contended {
 		return false
 	}

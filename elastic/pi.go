@@ -87,15 +87,21 @@ func ZieglerNicholsPI(ku, tu float64) (Gains, error) {
 // actuation on the sign of the error e(t) (times in seconds), and the loop
 // oscillated. Ku = 4h/(π·a), with a the oscillation's amplitude (half the
 // mean peak-to-peak of e over whole periods), and Tu the mean time between
-// upward zero crossings. It needs at least three full periods.
-func RelayUltimate(h float64, t, e []float64) (ku, tu float64, err error) {
-	if len(t) != len(e) || len(t) < 8 || !(h > 0) {
+// upward crossings of the band [−band, band] (e rising to band after it
+// was at or below −band, so noise around zero is not a period). It needs
+// at least three full periods.
+func RelayUltimate(h, band float64, t, e []float64) (ku, tu float64, err error) {
+	if len(t) != len(e) || len(t) < 8 || !(h > 0) || !(band >= 0) {
 		return 0, 0, errors.New("elastic: relay experiment: too few readings")
 	}
 	var ups []int
-	for i := 1; i < len(e); i++ {
-		if e[i-1] < 0 && e[i] >= 0 {
+	low := false
+	for i := range e {
+		if e[i] <= -band && (band > 0 || e[i] < 0) {
+			low = true
+		} else if low && e[i] >= band {
 			ups = append(ups, i)
+			low = false
 		}
 	}
 	if len(ups) < 4 {
