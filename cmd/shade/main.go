@@ -32,6 +32,7 @@ func init() {
 		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline", cmdBench},
 		{"serve", "OpenAI-compatible HTTP server (chat, completions, metrics) on 127.0.0.1", cmdServe},
 		{"chat", "interactive chat in the terminal with the model's chat template", cmdChat},
+		{"fg", "a foreground app's frame loop pinned to one core: jank % and frame-time percentiles", cmdFg},
 		{"pull", "download a model (USER/REPO/FILE.gguf or URL) into the cache, resumable", cmdPull},
 		{"calibrate", "measure this device's costs for a model and store them beside it", cmdCalibrate},
 	}

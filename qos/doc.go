@@ -1,0 +1,15 @@
+// Package qos owns the foreground-frame simulator and the experiment runner
+// behind `shade fg` and `shade bench qos`: a frame loop pinned to one core
+// that stands in for the app the user is touching (a compute part and a
+// memory-bound composition burst per frame, on a 120 Hz vsync grid, with
+// jank, frame-time percentiles and per-frame CLOCK_MONOTONIC timestamps),
+// its calibration, CPU pinning, the harness that runs it as a child process
+// beside a background workload on the other core (continuous or sporadic),
+// and the statistics that relate the two (medians over repetitions,
+// Pearson correlation of the background's contention samples with the
+// foreground's slowdown in time windows).
+//
+// The package measures; it does not decide. Background workloads and
+// policies are values handed to the harness, so that other packages (the
+// elastic controller) add theirs without changing this one.
+package qos

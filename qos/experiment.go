@@ -1,0 +1,257 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+// Experiment is a `shade bench qos` run: every profile beside every
+// policy's background, repeated.
+type Experiment struct {
+	Profiles []string
+	Policies []Policy
+	LLM      *LLM // nil: only policies with NoLLM may run
+	Reps     int
+	Duration time.Duration // of each foreground run
+	Hz       float64
+	FgCPU    int // the foreground child's CPU
+	BgCPU    int // the background's (this process's) CPU; < 0: no pinning
+	Seed     uint64
+	// Duty in (0, 1) makes the background sporadic: on for Duty × Period
+	// at the start of each Period (0 or 1: continuous).
+	Duty   float64
+	Period time.Duration
+	// Window is the correlation window (default 100 ms).
+	Window time.Duration
+	// Units fixes the foreground work per frame for every profile (0:
+	// calibrate each profile once, alone, before its runs).
+	Units    float64
+	Command  func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
+	Progress func(what string)
+	// Keep, if set, is called with every run's result (to save frames and
+	// samples).
+	Keep func(profile, policy string, rep int, r *PairResult)
+}
+
+// Run is one repetition of one (profile, policy) cell.
+type Run struct {
+	Summary          Summary            `json:"summary"`
+	TokPerS          float64            `json:"tok_per_s"`
+	EffectiveTokPerS float64            `json:"effective_tok_per_s"`
+	BusyFraction     float64            `json:"busy_fraction"` // background busy time ÷ wall time
+	SleepFraction    float64            `json:"sleep_fraction"`
+	Samples          int                `json:"samples"`
+	MeanScore        float64            `json:"mean_score"` // mean contention sample
+	Correlation      Correlation        `json:"correlation"`
+	MeanSlowdown     float64            `json:"mean_slowdown"` // frame time ÷ native, mean over frames
+	Notes            map[string]float64 `json:"notes,omitempty"`
+}
+
+// Row is a (profile, policy) cell: medians over repetitions.
+type Row struct {
+	Profile          string  `json:"profile"`
+	Policy           string  `json:"policy"`
+	JankPct          float64 `json:"jank_pct"`
+	P95Ms            float64 `json:"p95_ms"`
+	P99Ms            float64 `json:"p99_ms"`
+	Slow             float64 `json:"slow_frames"`
+	LongestStreak    float64 `json:"longest_streak"`
+	TokPerS          float64 `json:"tok_per_s"`
+	EffectiveTokPerS float64 `json:"effective_tok_per_s"`
+	MeanSlowdown     float64 `json:"mean_slowdown"`
+	// R is the median Pearson r of contention score and slowdown over the
+	// repetitions that had one (RValid false: none had).
+	R      float64 `json:"r"`
+	RValid bool    `json:"r_valid"`
+	Runs   []Run   `json:"runs"`
+}
+
+// Report is what an experiment measured.
+type Report struct {
+	Hz          float64                 `json:"hz"`
+	Seconds     float64                 `json:"seconds_per_run"`
+	Reps        int                     `json:"reps"`
+	Duty        float64                 `json:"duty,omitempty"`
+	PeriodS     float64                 `json:"period_s,omitempty"`
+	WindowMs    float64                 `json:"window_ms"`
+	Units       map[string]float64      `json:"units"`
+	Calibration map[string]*Calibration `json:"calibration,omitempty"`
+	Rows        []Row                   `json:"rows"`
+}
+
+// Run runs the experiment: for each profile, a calibration (unless Units
+// is set), then Reps rounds in which every policy runs once, in the order
+// given (so that a shared machine's changing load falls on all alike, and
+// native's frames of the round are the reference of its slowdowns).
+func (e *Experiment) Run(ctx context.Context) (Report, error) {
+	if len(e.Profiles) == 0 || len(e.Policies) == 0 {
+		return Report{}, errors.New("qos: an experiment needs profiles and policies")
+	}
+	if e.Reps <= 0 {
+		e.Reps = 1
+	}
+	if e.Hz == 0 {
+		e.Hz = 120
+	}
+	if e.Window <= 0 {
+		e.Window = 100 * time.Millisecond
+	}
+	if e.Duration <= 0 {
+		return Report{}, errors.New("qos: an experiment needs a positive run duration")
+	}
+	sporadic := e.Duty > 0 && e.Duty < 1
+	if sporadic && e.Period <= 0 {
+		return Report{}, errors.New("qos: a sporadic background needs a period")
+	}
+	// Policies without a model run first in each round: their frames are
+	// the round's native reference.
+	e.Policies = slices.Clone(e.Policies)
+	slices.SortStableFunc(e.Policies, func(a, b Policy) int {
+		switch {
+		case a.NoLLM == b.NoLLM:
+			return 0
+		case a.NoLLM:
+			return -1
+		}
+		return 1
+	})
+	for _, p := range e.Policies {
+		if !p.NoLLM && e.LLM == nil {
+			return Report{}, fmt.Errorf("qos: policy %s needs a background LLM", p.Name)
+		}
+	}
+	rep := Report{Hz: e.Hz, Seconds: e.Duration.Seconds(), Reps: e.Reps, WindowMs: float64(e.Window) / 1e6,
+		Units: map[string]float64{}, Calibration: map[string]*Calibration{}}
+	if sporadic {
+		rep.Duty, rep.PeriodS = e.Duty, e.Period.Seconds()
+	}
+	for _, prof := range e.Profiles {
+		if _, err := LookupProfile(prof); err != nil {
+			return rep, err
+		}
+		pair := Pair{Profile: prof, Hz: e.Hz, Duration: e.Duration, Units: e.Units, Seed: e.Seed,
+			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command}
+		nativeMedian := time.Duration(0)
+		if pair.Units == 0 {
+			e.progress("%s: calibrating the foreground alone on CPU %d", prof, e.FgCPU)
+			fg, err := pair.Calibrate(ctx)
+			if err != nil {
+				return rep, err
+			}
+			pair.Units = fg.Units
+			rep.Calibration[prof] = fg.Calibration
+			if c := fg.Calibration; c != nil {
+				nativeMedian = time.Duration(c.MedianFraction * float64(time.Second) / e.Hz)
+			}
+		}
+		rep.Units[prof] = pair.Units
+		runs := make([][]Run, len(e.Policies))
+		for r := range e.Reps {
+			var native []Frame
+			for i, pol := range e.Policies {
+				e.progress("%s: %s, repetition %d of %d (%.0f s)", prof, pol.Name, r+1, e.Reps, e.Duration.Seconds())
+				bg, err := pol.New(e.LLM)
+				if err != nil {
+					return rep, fmt.Errorf("qos: policy %s: %w", pol.Name, err)
+				}
+				if sporadic && !pol.NoLLM {
+					if bg, err = Sporadic(bg, e.Duty, e.Period); err != nil {
+						return rep, err
+					}
+				}
+				res, err := pair.Run(ctx, bg)
+				if err != nil {
+					return rep, fmt.Errorf("qos: %s with %s: %w", prof, pol.Name, err)
+				}
+				if e.Keep != nil {
+					e.Keep(prof, pol.Name, r, &res)
+				}
+				if pol.NoLLM && native == nil {
+					native = res.Foreground.Frames
+				}
+				runs[i] = append(runs[i], e.summarize(&res, native, nativeMedian))
+			}
+		}
+		for i, pol := range e.Policies {
+			rep.Rows = append(rep.Rows, aggregate(prof, pol.Name, runs[i]))
+		}
+	}
+	return rep, nil
+}
+
+func (e *Experiment) progress(format string, args ...any) {
+	if e.Progress != nil {
+		e.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// summarize reduces one run, its slowdowns taken against native's frames
+// of the same round when there are some, else the calibration's median.
+func (e *Experiment) summarize(res *PairResult, native []Frame, nativeMedian time.Duration) Run {
+	fg, bg := &res.Foreground, &res.Background
+	run := Run{Summary: fg.Summary, TokPerS: bg.TokPerS(), EffectiveTokPerS: bg.EffectiveTokPerS(),
+		Samples: len(bg.Samples), Notes: bg.Notes}
+	if bg.Wall > 0 {
+		run.BusyFraction = bg.Busy.Seconds() / bg.Wall.Seconds()
+		run.SleepFraction = bg.Sleep.Seconds() / bg.Wall.Seconds()
+	}
+	for _, s := range bg.Samples {
+		run.MeanScore += s.Value / float64(len(bg.Samples))
+	}
+	var slow []float64
+	switch {
+	case len(native) > 0:
+		slow = Slowdowns(fg.Frames, native)
+	case nativeMedian > 0:
+		slow = MedianSlowdowns(fg.Frames, nativeMedian)
+	}
+	if slow != nil {
+		for _, s := range slow {
+			run.MeanSlowdown += s / float64(len(slow))
+		}
+		run.Correlation = WindowCorrelation(fg.Frames, slow, bg.Samples, e.Window)
+	}
+	return run
+}
+
+func aggregate(profile, policy string, runs []Run) Row {
+	row := Row{Profile: profile, Policy: policy, Runs: runs}
+	pick := func(f func(Run) float64) float64 {
+		var v []float64
+		for _, r := range runs {
+			v = append(v, f(r))
+		}
+		return medianOf(v)
+	}
+	row.JankPct = pick(func(r Run) float64 { return r.Summary.JankPct })
+	row.P95Ms = pick(func(r Run) float64 { return r.Summary.P95Ms })
+	row.P99Ms = pick(func(r Run) float64 { return r.Summary.P99Ms })
+	row.Slow = pick(func(r Run) float64 { return float64(r.Summary.Slow) })
+	row.LongestStreak = pick(func(r Run) float64 { return float64(r.Summary.LongestStreak) })
+	row.TokPerS = pick(func(r Run) float64 { return r.TokPerS })
+	row.EffectiveTokPerS = pick(func(r Run) float64 { return r.EffectiveTokPerS })
+	row.MeanSlowdown = pick(func(r Run) float64 { return r.MeanSlowdown })
+	var rs []float64
+	for _, r := range runs {
+		if r.Correlation.Valid {
+			rs = append(rs, r.Correlation.R)
+		}
+	}
+	if len(rs) > 0 {
+		row.R, row.RValid = medianOf(rs), true
+	}
+	return row
+}
+
+func medianOf(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return Percentile(s, 50)
+}

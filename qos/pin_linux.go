@@ -1,0 +1,148 @@
+package qos
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// PinProcess restricts every OS thread of this process to CPU cpu. Go
+// creates threads at will, so each existing thread (each task in
+// /proc/self/task) is pinned; threads created later inherit the mask of
+// the thread that creates them, which is now the same.
+func PinProcess(cpu int) error {
+	if cpu < 0 || cpu >= 1024 {
+		return fmt.Errorf("qos: CPU %d out of range", cpu)
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	return SetProcessAffinity(&set)
+}
+
+// SetProcessAffinity sets the CPU mask of every thread of this process
+// (PinProcess's general form; also how a test or a harness restores the
+// mask it found).
+func SetProcessAffinity(set *unix.CPUSet) error {
+	if set.Count() == 0 {
+		return fmt.Errorf("qos: empty CPU set")
+	}
+	// Threads may appear while we walk the list; walk until a pass finds
+	// none left unpinned.
+	done := map[int]bool{}
+	for pass := 0; pass < 10; pass++ {
+		tids, err := threadIDs()
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, tid := range tids {
+			if done[tid] {
+				continue
+			}
+			fresh++
+			if err := unix.SchedSetaffinity(tid, set); err != nil {
+				if err == unix.ESRCH { // the thread has exited
+					continue
+				}
+				return fmt.Errorf("qos: sched_setaffinity(thread %d): %w", tid, err)
+			}
+			done[tid] = true
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ProcessAffinity returns the CPU mask of the calling thread.
+func ProcessAffinity() (unix.CPUSet, error) {
+	var set unix.CPUSet
+	err := unix.SchedGetaffinity(0, &set)
+	return set, err
+}
+
+// ThreadAffinities returns the CPU mask of every thread of this process.
+func ThreadAffinities() (map[int]unix.CPUSet, error) {
+	tids, err := threadIDs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]unix.CPUSet{}
+	for _, tid := range tids {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			if err == unix.ESRCH {
+				continue
+			}
+			return nil, err
+		}
+		out[tid] = set
+	}
+	return out, nil
+}
+
+func threadIDs() ([]int, error) {
+	entries, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, fmt.Errorf("qos: listing threads: %w", err)
+	}
+	var tids []int
+	for _, e := range entries {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
+// NumCPU is the number of CPUs this process may run on.
+func NumCPU() int {
+	set, err := ProcessAffinity()
+	if err != nil {
+		return 1
+	}
+	return set.Count()
+}
+
+// Now is the CLOCK_MONOTONIC time in nanoseconds: the clock every
+// timestamp of this package is on, so that samples taken by another
+// process line up with frames.
+func Now() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("qos: clock_gettime(CLOCK_MONOTONIC): " + err.Error()) // cannot fail on Linux
+	}
+	return ts.Nano()
+}
+
+// LastCPU is the highest-numbered CPU this process may run on (where the
+// foreground goes by default; the background takes the others).
+func LastCPU() int {
+	set, err := ProcessAffinity()
+	if err != nil {
+		return 0
+	}
+	last := 0
+	for c := range 1024 {
+		if set.IsSet(c) {
+			last = c
+		}
+	}
+	return last
+}
+
+// PinProcessTemporarily pins the process to cpu and returns a function
+// that restores the mask the calling thread had.
+func PinProcessTemporarily(cpu int) (restore func() error, err error) {
+	old, err := ProcessAffinity()
+	if err != nil {
+		return nil, err
+	}
+	if err := PinProcess(cpu); err != nil {
+		return nil, err
+	}
+	return func() error { return SetProcessAffinity(&old) }, nil
+}
