@@ -18,3 +18,13 @@ func Monotonic() int64 {
 }
 
 var start = time.Now()
+
+// ProcessCPUTime is the CPU time of the whole process in nanoseconds
+// (CLOCK_PROCESS_CPUTIME_ID), or -1 when it cannot be read.
+func ProcessCPUTime() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return -1
+	}
+	return ts.Nano()
+}

@@ -9,3 +9,6 @@ import "time"
 func Monotonic() int64 { return int64(time.Since(start)) }
 
 var start = time.Now()
+
+// ProcessCPUTime is not available here: -1.
+func ProcessCPUTime() int64 { return -1 }

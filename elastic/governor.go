@@ -1,6 +1,7 @@
 package elastic
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -28,6 +29,15 @@ type Config struct {
 	LogSize        int     // samples kept in the log (0: 65536)
 	// Now is the sample clock in ns (nil: Monotonic). Tests inject it.
 	Now func() int64
+	// CPUTime, if set, is the process's CPU time in ns (ProcessCPUTime),
+	// and Threads the threads the decoder computes with. Each reading is
+	// then scaled by the share of the wall time since the last reading the
+	// process actually ran (CPU time ÷ (wall × Threads), at most 1): on a
+	// shared machine a layer also takes longer when another process takes
+	// the core, which is not memory contention. Memory stalls are CPU time,
+	// so they stay in the reading.
+	CPUTime func() int64
+	Threads int
 }
 
 // FilterAlpha smooths the contention score the PI controller sees (an
@@ -56,7 +66,11 @@ type Governor struct {
 	u         float64 // the PI output: 0 (no action) … 1 (full)
 	filtered  float64 // CS smoothed for the PI (FilterAlpha)
 	lastRead  int64
+	cpuTime   func() int64
+	threads   int
+	lastCPU   int64 // CPUTime at lastRead
 	preempted bool          // this step's draft was preempted
+	passes    int           // draft passes begun this step
 	work      time.Duration // target-layer work since the last sleep
 	relaxed   bool
 
@@ -84,6 +98,9 @@ func New(cfg Config) *Governor {
 	if cfg.Now == nil {
 		cfg.Now = Monotonic
 	}
+	if cfg.CPUTime != nil && cfg.CPUTime() < 0 {
+		cfg.CPUTime = nil
+	}
 	var base *Baselines
 	if cfg.Baselines != nil && cfg.Baselines.Validate() == nil {
 		// The sensor follows stale baselines down: work on a copy.
@@ -100,7 +117,7 @@ func New(cfg Config) *Governor {
 	}
 	g := &Governor{policy: cfg.Policy, source: src, gains: cfg.Gains, sensor: NewSensor(base),
 		pi: PI{Gains: cfg.Gains, Min: 0, Max: 1}, bucket: NewBucket(cfg.GuardrailRate), now: cfg.Now,
-		log: sampleLog{buf: make([]Sample, cfg.LogSize)}}
+		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, cpuTime: cfg.CPUTime, threads: max(cfg.Threads, 1)}
 	if cfg.Hysteresis > 0 {
 		g.sensor.Need = cfg.Hysteresis
 	}
@@ -165,8 +182,20 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
+	if layer == 0 {
+		g.passes++
+	}
+	if g.cpuTime != nil {
+		cpu := g.cpuTime()
+		if wall := now - g.lastRead; g.lastRead != 0 && wall > 0 && wall < int64(time.Second) {
+			share := float64(cpu-g.lastCPU) / (float64(wall) * float64(g.threads))
+			took = time.Duration(float64(took) * max(0.05, min(1, share)))
+		}
+		g.lastCPU = cpu
+	}
 	cs, ok := g.sensor.Score(layer, rows, took)
 	if !ok {
+		g.lastRead = now
 		return false
 	}
 	g.log.add(Sample{T: now, Layer: int32(layer), Rows: int32(rows), CS: float32(cs)})
@@ -190,11 +219,27 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 		return false
 	}
 	g.st.Contended++
+	// Each finished pass leaves a candidate; a new pass begins at layer 0.
+	// The heavier the contention, the fewer passes run before the draft is
+	// cut: at the controller's full output only the first (the catch-up
+	// pass, which also gives the first candidate).
+	if layer != 0 || g.passes <= g.allowedPasses() {
+		return false
+	}
 	if !g.preempted {
 		g.st.Preemptions++
 	}
 	g.preempted = true
 	return true
+}
+
+// MaxContendedPasses is how many draft passes run in a step under the
+// slightest contention; the controller's output scales it down to 1.
+const MaxContendedPasses = 4
+
+// allowedPasses is the draft passes a contended step may run; g.mu is held.
+func (g *Governor) allowedPasses() int {
+	return max(1, int(math.Round((1-g.u)*MaxContendedPasses)))
 }
 
 // VerifyRows picks the verify batch: under contention (or after a
@@ -245,7 +290,7 @@ func (g *Governor) VerifyLayer(layer, rows int, took time.Duration) time.Duratio
 func (g *Governor) StepDone(tokens int, took time.Duration) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.preempted = false
+	g.preempted, g.passes = false, 0
 	if !g.policy.Guardrail() {
 		return 0
 	}

@@ -25,7 +25,8 @@ func ForModels(ctx context.Context, targetPath, draftPath string, draft *model.M
 		return nil, "", err
 	}
 	if c != nil {
-		g = New(Config{Policy: p, Baselines: &c.Baselines, BaselineSource: "calibrated", Gains: c.Gains})
+		g = New(Config{Policy: p, Baselines: &c.Baselines, BaselineSource: "calibrated", Gains: c.Gains,
+			CPUTime: ProcessCPUTime, Threads: draft.Pool.Threads()})
 		return g, fmt.Sprintf("elastic %v: calibrated baselines (%d layers × batch %v), gains Kp %.3g Ki %.3g (%s)",
 			p, len(c.Baselines.NS), c.Baselines.Rows, c.Gains.Kp, c.Gains.Ki, c.GainsFrom), nil
 	}
@@ -33,7 +34,8 @@ func ForModels(ctx context.Context, targetPath, draftPath string, draft *model.M
 	if err != nil {
 		return nil, "", err
 	}
-	g = New(Config{Policy: p, Baselines: b, BaselineSource: "measured at start-up"})
+	g = New(Config{Policy: p, Baselines: b, BaselineSource: "measured at start-up",
+		CPUTime: ProcessCPUTime, Threads: draft.Pool.Threads()})
 	return g, fmt.Sprintf("elastic %v: no contention calibration for these models on this machine (shade calibrate --contention): baselines measured at start-up, default gains Kp %.3g Ki %.3g",
 		p, DefaultGains.Kp, DefaultGains.Ki), nil
 }

@@ -30,7 +30,8 @@ func Elastic(p elastic.Policy, draftMax int) Policy {
 			if err != nil {
 				return nil, err
 			}
-			g := elastic.New(elastic.Config{Policy: p, Baselines: base, BaselineSource: src, Gains: gains})
+			g := elastic.New(elastic.Config{Policy: p, Baselines: base, BaselineSource: src, Gains: gains,
+				CPUTime: elastic.ProcessCPUTime, Threads: l.Engine.Draft.Pool.Threads()})
 			src2 := &governorSamples{g: g}
 			w := l.Workload(spec.Config{Mode: spec.Chain, DraftMax: draftMax, Governor: g}, src2)
 			return BackgroundFunc(func(ctx context.Context) (BackgroundResult, error) {
