@@ -68,7 +68,7 @@ type Governor struct {
 	lastRead  int64
 	cpuTime   func() int64
 	threads   int
-	lastCPU   int64 // CPUTime at lastRead
+	lastCPU   int64         // CPUTime at lastRead
 	preempted bool          // this step's draft was preempted
 	passes    int           // draft passes begun this step
 	work      time.Duration // target-layer work since the last sleep
