@@ -26,6 +26,16 @@ func NewBucket(rate float64) *Bucket {
 	return &Bucket{Rate: rate, Capacity: 2 * rate, Relax: 3, Sustain: 2 * time.Second, Hold: 5 * time.Second}
 }
 
+// SetRate changes the rate (and the capacity, two seconds of it),
+// keeping the deficit within the new capacity.
+func (b *Bucket) SetRate(rate float64) {
+	if !(rate > 0) {
+		return
+	}
+	b.Rate, b.Capacity = rate, 2*rate
+	b.deficit = max(-b.Capacity, min(b.Capacity, b.deficit))
+}
+
 // Step accounts for a step that produced tokens in took. It reports whether
 // the step started a fallback.
 func (b *Bucket) Step(tokens int, took time.Duration) (fellBack bool) {

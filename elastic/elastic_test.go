@@ -392,6 +392,14 @@ func TestGovernorGuardrailFallback(t *testing.T) {
 	if st.Fallbacks == 0 || st.FallbackTime == 0 {
 		t.Errorf("a sustained deficit did not fall back: %+v", st)
 	}
+	// Uncontrolled steps at 5 tok/s cap the guardrail at 60% of that.
+	g = New(Config{Policy: Balanced, Baselines: flatBaselines(4, 1e6), GuardrailRate: 12, Now: (&clock{}).now})
+	for range 50 {
+		g.StepDone(1, 200*time.Millisecond)
+	}
+	if st := g.GovernorStats(); math.Abs(st.GuardrailRate-3) > 1e-9 || st.Fallbacks != 0 {
+		t.Errorf("guardrail at 5 tok/s uncontrolled: rate %v, %d fallbacks; want 3 tok/s, none", st.GuardrailRate, st.Fallbacks)
+	}
 	// UI-first has no guardrail.
 	g = New(Config{Policy: UIFirst, Baselines: flatBaselines(4, 1e6), Now: (&clock{}).now})
 	for range 100 {

@@ -49,6 +49,13 @@ const FilterAlpha = 0.3
 // DefaultGuardrailRate is the token bucket's default rate (tokens/s).
 const DefaultGuardrailRate = 12
 
+// GuardrailShare caps the guardrail's rate at this share of what the
+// governor measures uncontrolled steps to make (once it has seen a few):
+// a guarantee above what the model does on this machine would keep the
+// bucket empty and the governor in fallback for good. (The paper's 12
+// tok/s was about 60% of its uncontrolled speculative rate.)
+const GuardrailShare = 0.6
+
 // Governor is the elastic controller. It implements spec.Governor and
 // spec.GovernorReporter; all methods are safe for concurrent use (the
 // decoder calls from its goroutine, SetPolicy and the readers from others).
@@ -70,6 +77,11 @@ type Governor struct {
 	threads   int
 	lastCPU   int64         // CPUTime at lastRead
 	preempted bool          // this step's draft was preempted
+	acted     bool          // the governor acted in this step
+	rate      float64       // the configured guardrail rate
+	freeTok   float64       // decayed sums of the tokens and seconds of
+	freeSec   float64       // steps the governor did not act in
+	freeSteps int
 	passes    int           // draft passes begun this step
 	work      time.Duration // target-layer work since the last sleep
 	relaxed   bool
@@ -117,7 +129,8 @@ func New(cfg Config) *Governor {
 	}
 	g := &Governor{policy: cfg.Policy, source: src, gains: cfg.Gains, sensor: NewSensor(base),
 		pi: PI{Gains: cfg.Gains, Min: 0, Max: 1}, bucket: NewBucket(cfg.GuardrailRate), now: cfg.Now,
-		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, cpuTime: cfg.CPUTime, threads: max(cfg.Threads, 1)}
+		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, cpuTime: cfg.CPUTime, threads: max(cfg.Threads, 1),
+		rate: cfg.GuardrailRate}
 	if cfg.Hysteresis > 0 {
 		g.sensor.Need = cfg.Hysteresis
 	}
@@ -137,6 +150,7 @@ func (g *Governor) SetPolicy(p Policy) {
 	g.sensor.Reset()
 	g.u, g.work, g.filtered = 0, 0, 0
 	g.bucket = NewBucket(g.bucket.Rate)
+	g.acted = false
 }
 
 // Policy is the policy in force.
@@ -229,7 +243,7 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	if !g.preempted {
 		g.st.Preemptions++
 	}
-	g.preempted = true
+	g.preempted, g.acted = true, true
 	return true
 }
 
@@ -261,6 +275,7 @@ func (g *Governor) VerifyRows(drafted int) int {
 		return 0
 	}
 	g.st.VerifyBatch[VerifyBatches[level]]++
+	g.acted = true
 	return VerifyBatches[level]
 }
 
@@ -281,6 +296,7 @@ func (g *Governor) VerifyLayer(layer, rows int, took time.Duration) time.Duratio
 		return 0
 	}
 	g.work = 0
+	g.acted = true
 	g.st.Sleeps++
 	g.st.SleepTime += sleep
 	return sleep
@@ -290,9 +306,17 @@ func (g *Governor) VerifyLayer(layer, rows int, took time.Duration) time.Duratio
 func (g *Governor) StepDone(tokens int, took time.Duration) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.preempted, g.passes = false, 0
+	acted := g.acted
+	g.preempted, g.passes, g.acted = false, 0, false
 	if !g.policy.Guardrail() {
 		return 0
+	}
+	if !acted && took > 0 {
+		g.freeTok = 0.9*g.freeTok + float64(tokens)
+		g.freeSec = 0.9*g.freeSec + took.Seconds()
+		if g.freeSteps++; g.freeSteps >= 5 && g.freeSec > 0 {
+			g.bucket.SetRate(min(g.rate, GuardrailShare*g.freeTok/g.freeSec))
+		}
 	}
 	was := g.bucket.InFallback()
 	if g.bucket.Step(tokens, took) {
