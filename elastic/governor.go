@@ -75,12 +75,12 @@ type Governor struct {
 	lastRead  int64
 	cpuTime   func() int64
 	threads   int
-	lastCPU   int64         // CPUTime at lastRead
-	preempted bool          // this step's draft was preempted
-	acted     bool          // the governor acted in this step
-	rate      float64       // the configured guardrail rate
-	freeTok   float64       // decayed sums of the tokens and seconds of
-	freeSec   float64       // steps the governor did not act in
+	lastCPU   int64   // CPUTime at lastRead
+	preempted bool    // this step's draft was preempted
+	acted     bool    // the governor acted in this step
+	rate      float64 // the configured guardrail rate
+	freeTok   float64 // decayed sums of the tokens and seconds of
+	freeSec   float64 // steps the governor did not act in
 	freeSteps int
 	passes    int           // draft passes begun this step
 	work      time.Duration // target-layer work since the last sleep
