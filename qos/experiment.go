@@ -14,7 +14,7 @@ import (
 type Experiment struct {
 	Profiles []string
 	Policies []Policy
-	LLM      *LLM // nil: only policies with NoLLM may run
+	LLM      *LLM // nil: only policies that need no model can run
 	Reps     int
 	Duration time.Duration // of each foreground run
 	Hz       float64
@@ -112,16 +112,18 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 	e.Policies = slices.Clone(e.Policies)
 	slices.SortStableFunc(e.Policies, func(a, b Policy) int {
 		switch {
-		case a.NoLLM == b.NoLLM:
+		case a.Native == b.Native:
 			return 0
-		case a.NoLLM:
+		case a.Native:
 			return -1
 		}
 		return 1
 	})
+	// Build every policy's workload once before any run, so that one that
+	// cannot run (no model loaded) fails before minutes of measurements.
 	for _, p := range e.Policies {
-		if !p.NoLLM && e.LLM == nil {
-			return Report{}, fmt.Errorf("qos: policy %s needs a background LLM", p.Name)
+		if _, err := p.New(e.LLM); err != nil {
+			return Report{}, fmt.Errorf("qos: policy %s: %w", p.Name, err)
 		}
 	}
 	rep := Report{Hz: e.Hz, Seconds: e.Duration.Seconds(), Reps: e.Reps, WindowMs: float64(e.Window) / 1e6,
@@ -158,7 +160,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 				if err != nil {
 					return rep, fmt.Errorf("qos: policy %s: %w", pol.Name, err)
 				}
-				if sporadic && !pol.NoLLM {
+				if sporadic && !pol.Native {
 					if bg, err = Sporadic(bg, e.Duty, e.Period); err != nil {
 						return rep, err
 					}
@@ -170,7 +172,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 				if e.Keep != nil {
 					e.Keep(prof, pol.Name, r, &res)
 				}
-				if pol.NoLLM && native == nil {
+				if pol.Native && native == nil {
 					native = res.Foreground.Frames
 				}
 				runs[i] = append(runs[i], e.summarize(&res, native, nativeMedian))

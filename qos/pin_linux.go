@@ -46,6 +46,9 @@ func SetProcessAffinity(set *unix.CPUSet) error {
 				if err == unix.ESRCH { // the thread has exited
 					continue
 				}
+				if err == unix.EINVAL {
+					return fmt.Errorf("qos: CPU set %v names no CPU this process may use: %w", cpuList(set), err)
+				}
 				return fmt.Errorf("qos: sched_setaffinity(thread %d): %w", tid, err)
 			}
 			done[tid] = true
@@ -145,4 +148,14 @@ func PinProcessTemporarily(cpu int) (restore func() error, err error) {
 		return nil, err
 	}
 	return func() error { return SetProcessAffinity(&old) }, nil
+}
+
+func cpuList(set *unix.CPUSet) []int {
+	var out []int
+	for c := range 1024 {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -14,13 +14,14 @@ import (
 // Policy is one way of running (or not running) the background LLM, as a
 // row of `shade bench qos`. New builds a fresh workload for one run (a
 // controller starts from scratch every run); llm is nil when the
-// experiment has no model, which only policies that run none accept.
+// experiment has no model, and New of a policy that needs one then fails.
 type Policy struct {
 	Name    string
 	Summary string
-	// NoLLM marks policies that run no model (native).
-	NoLLM bool
-	New   func(llm *LLM) (Background, error)
+	// Native marks a policy that runs nothing beside the foreground: its
+	// frames are the reference that slowdowns are measured against.
+	Native bool
+	New    func(llm *LLM) (Background, error)
 }
 
 var (
@@ -83,7 +84,7 @@ var errNoLLM = errors.New("qos: this policy needs a background LLM")
 
 // Native runs no LLM: the foreground alone.
 func Native() Policy {
-	return Policy{Name: "native", Summary: "no background LLM", NoLLM: true,
+	return Policy{Name: "native", Summary: "no background LLM", Native: true,
 		New: func(*LLM) (Background, error) { return Idle(), nil }}
 }
 
@@ -147,7 +148,7 @@ func ChunkSleep(layers int, sleep time.Duration) Policy {
 // Defaults of the built-in baselines.
 const (
 	DefaultDraftMax    = 8
-	DefaultRateCap     = 4.0 // tok/s
+	DefaultRateCap     = 8.0 // tok/s: about half of plain decoding of a 1B Q4_0 model on one core here
 	DefaultChunkLayers = 4
 	DefaultChunkSleep  = 4 * time.Millisecond
 )

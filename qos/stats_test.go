@@ -28,10 +28,10 @@ func framesOf(durMs ...float64) []Frame {
 
 func TestSummarize(t *testing.T) {
 	tests := []struct {
-		name                           string
-		durs                           []float64
-		janky, slow, streak, missed    int
-		jankPct, p50, p95, p99, maxMs  float64
+		name                          string
+		durs                          []float64
+		janky, slow, streak, missed   int
+		jankPct, p50, p95, p99, maxMs float64
 	}{
 		{name: "all on time", durs: []float64{5, 5, 5, 5}, p50: 5, p95: 5, p99: 5, maxMs: 5},
 		{name: "one janky, one slow, streak of two",
@@ -65,8 +65,8 @@ func TestSummarize(t *testing.T) {
 func TestNextStart(t *testing.T) {
 	const origin, p = int64(1000), int64(100)
 	tests := []struct {
-		name                  string
-		prevStart, end, want  int64
+		name                 string
+		prevStart, end, want int64
 	}{
 		{"ends before the next tick: starts on it", 1000, 1050, 1100},
 		{"ends exactly on the next tick: starts on it", 1000, 1100, 1100},

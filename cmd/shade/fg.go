@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"time"
 
@@ -45,9 +44,6 @@ func cmdFg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *units < 0 {
 		return fmt.Errorf("--units %v: want a positive number (0: calibrate)", *units)
-	}
-	if *cpu >= runtime.NumCPU() {
-		return fmt.Errorf("--cpu %d: this machine has CPUs 0 to %d", *cpu, runtime.NumCPU()-1)
 	}
 	rep, err := qos.RunForeground(ctx, qos.ForegroundOptions{Profile: prof, Hz: *hz,
 		Duration: time.Duration(*seconds * float64(time.Second)), CPU: *cpu, Units: *units,

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"shade/bench"
+	"shade/gguf"
+	"shade/plot"
+	"shade/qos"
+	"shade/quant"
+	"shade/synth"
+)
+
+func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench qos", "bench qos [-m TARGET.gguf --draft DRAFT.gguf] [--profiles scroll,social] [--policies all] [--reps N] [--seconds S] [--out DIR] [--json]", stderr)
+	modelPath := fs.String("m", "", "background target model `file`; without it a Llama-3.2-1B-shape Q4_0 target and its 4-layer draft (which agrees with it ≈93% of the time) are synthesized once into the cache")
+	draftPath := fs.String("draft", "", "draft model `file` of the target (for spec and the elastic policies)")
+	profiles := fs.String("profiles", "scroll,social", "foreground profiles, comma-separated: scroll, video, game, social")
+	var names []string
+	for _, p := range qos.Policies() {
+		names = append(names, p.Name)
+	}
+	policies := fs.String("policies", "all", "background policies, comma-separated, or all: "+strings.Join(names, ", "))
+	reps := fs.Int("reps", 3, "repetitions of every (profile, policy) run; the table shows medians")
+	seconds := fs.Float64("seconds", 10, "length of each foreground run")
+	hz := fs.Float64("hz", 120, "the foreground's refresh rate")
+	fgCPU := fs.Int("fg-cpu", qos.LastCPU(), "CPU of the foreground")
+	bgCPU := fs.Int("bg-cpu", 0, "CPU of the background LLM (this process)")
+	units := fs.Float64("units", 0, "foreground work units per frame (0: calibrate each profile alone first)")
+	duty := fs.Float64("duty", 0, "sporadic background: on for this `fraction` of every --period (0: always on)")
+	period := fs.Duration("period", 50*time.Second, "period of the sporadic background")
+	window := fs.Duration("window", 100*time.Millisecond, "time window of the contention–slowdown correlation")
+	threads := fs.Int("threads", 1, "the LLM's worker threads (1: it stays on its core)")
+	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: the built-in prompts of bench spec)")
+	maxTokens := fs.Int("max-tokens", 128, "tokens per generation; the LLM starts the next prompt when one ends")
+	draftMax := fs.Int("draft-max", qos.DefaultDraftMax, "draft length of the spec policy")
+	rateCap := fs.Float64("rate-cap", qos.DefaultRateCap, "freq-limit's cap in tok/s")
+	chunkLayers := fs.Int("chunk-layers", qos.DefaultChunkLayers, "chunk-sleep: target layers per chunk")
+	chunkSleep := fs.Duration("chunk-sleep", qos.DefaultChunkSleep, "chunk-sleep: sleep after each chunk")
+	outDir := fs.String("out", "", "write the report (qos.json) and plots (qos-PROFILE.svg: jank % vs LLM tok/s) to `dir`")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	switch {
+	case *reps < 1 || *reps > 1000:
+		return fmt.Errorf("--reps %d: want 1 to 1000", *reps)
+	case !(*seconds > 0 && *seconds <= 3600):
+		return fmt.Errorf("--seconds %v: want (0, 3600]", *seconds)
+	case *duty < 0 || *duty > 1:
+		return fmt.Errorf("--duty %v: want a fraction in [0, 1]", *duty)
+	case *duty > 0 && *duty < 1 && (*period <= 0 || *period > time.Hour):
+		return fmt.Errorf("--period %v: want (0, 1h]", *period)
+	case *window < time.Millisecond || *window > time.Minute:
+		return fmt.Errorf("--window %v: want 1ms to 1m", *window)
+	case *threads < 1 || *threads > 256:
+		return fmt.Errorf("--threads %d: want 1 to 256", *threads)
+	case *maxTokens < 1 || *maxTokens > 1<<16:
+		return fmt.Errorf("--max-tokens %d: want 1 to 65536", *maxTokens)
+	case *draftMax < 1 || *draftMax > 64:
+		return fmt.Errorf("--draft-max %d: want 1 to 64", *draftMax)
+	case *fgCPU < 0 || *fgCPU >= runtime.NumCPU() || *bgCPU < 0 || *bgCPU >= runtime.NumCPU():
+		return fmt.Errorf("--fg-cpu %d, --bg-cpu %d: this machine has CPUs 0 to %d", *fgCPU, *bgCPU, runtime.NumCPU()-1)
+	case *fgCPU == *bgCPU:
+		return fmt.Errorf("--fg-cpu and --bg-cpu are both %d: the experiment needs the foreground and the LLM on different CPUs", *fgCPU)
+	}
+	// The baselines take this run's knobs.
+	for _, p := range []qos.Policy{qos.Spec(*draftMax), qos.FreqLimit(*rateCap), qos.ChunkSleep(*chunkLayers, *chunkSleep)} {
+		if err := qos.RegisterPolicy(p); err != nil {
+			return err
+		}
+	}
+	pols, err := qos.LookupPolicies(*policies)
+	if err != nil {
+		return err
+	}
+	var profs []string
+	for _, p := range strings.Split(*profiles, ",") {
+		p = strings.TrimSpace(p)
+		if _, err := qos.LookupProfile(p); err != nil {
+			return err
+		}
+		profs = append(profs, p)
+	}
+	prompts := bench.DefaultPrompts
+	if *promptsPath != "" {
+		if prompts, err = bench.LoadPrompts(*promptsPath); err != nil {
+			return err
+		}
+		if len(prompts) == 0 {
+			return fmt.Errorf("%s: no prompts", *promptsPath)
+		}
+	}
+	if *outDir != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			return err
+		}
+	}
+	progress := func(what string) { fmt.Fprintf(stderr, "bench qos: %s\n", what) }
+
+	var llm *qos.LLM
+	needModel := false
+	for _, p := range pols {
+		needModel = needModel || !p.Native
+	}
+	target, draft := *modelPath, *draftPath
+	if needModel {
+		if target == "" {
+			if draft != "" {
+				return fmt.Errorf("--draft needs -m: the target it drafts for")
+			}
+			if target, draft, err = qosModels(stderr); err != nil {
+				return err
+			}
+		}
+		e, err := loadEngine(target, draft, *threads)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		llm = &qos.LLM{Engine: e, Prompts: prompts, MaxTokens: *maxTokens}
+		progress(fmt.Sprintf("background LLM %s (draft %v), %d thread(s) on CPU %d", target, orDash(nonEmpty(draft)), *threads, *bgCPU))
+	}
+	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
+		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
+		Seed: 1, Window: *window, Units: *units, Progress: progress}
+	if *duty > 0 && *duty < 1 {
+		exp.Duty, exp.Period = *duty, *period
+	}
+	rep, err := exp.Run(ctx)
+	if err != nil {
+		return err
+	}
+	out := qosOutput{Target: target, Draft: draft, Report: rep}
+	if *outDir != "" {
+		if err := writeQoSFiles(*outDir, &out); err != nil {
+			return err
+		}
+		progress("wrote " + filepath.Join(*outDir, "qos.json") + " and the plots")
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printQoS(stdout, &out)
+	return nil
+}
+
+type qosOutput struct {
+	Target string `json:"target,omitempty"`
+	Draft  string `json:"draft,omitempty"`
+	qos.Report
+}
+
+func printQoS(w io.Writer, o *qosOutput) {
+	r := &o.Report
+	mode := "continuous"
+	if r.Duty > 0 {
+		mode = fmt.Sprintf("sporadic: on %.0f%% of every %.0f s", 100*r.Duty, r.PeriodS)
+	}
+	fmt.Fprintf(w, "foreground %g Hz, %d × %.0f s per cell (medians), background %s, CS–slowdown r over %.0f ms windows\n",
+		r.Hz, r.Reps, r.Seconds, mode, r.WindowMs)
+	if o.Target != "" {
+		fmt.Fprintf(w, "LLM %s, draft %v\n", o.Target, orDash(nonEmpty(o.Draft)))
+	}
+	fmt.Fprintln(w, "profile  policy        jank %   p95 ms   p99 ms   slow   tok/s   eff tok/s   slowdown   r")
+	for _, row := range r.Rows {
+		rs := "–"
+		if row.RValid {
+			rs = fmt.Sprintf("%.2f", row.R)
+		}
+		tok, eff := "–", "–"
+		if row.TokPerS > 0 {
+			tok, eff = fmt.Sprintf("%.2f", row.TokPerS), fmt.Sprintf("%.2f", row.EffectiveTokPerS)
+		}
+		fmt.Fprintf(w, "%-8s %-12s %7.1f  %7.2f  %7.2f  %5.0f  %6s  %10s   %7.3f×  %s\n",
+			row.Profile, row.Policy, row.JankPct, row.P95Ms, row.P99Ms, row.Slow, tok, eff, row.MeanSlowdown, rs)
+	}
+}
+
+// writeQoSFiles writes the report and one plot per profile: jank % against
+// the LLM's (effective) tok/s, a point per policy.
+func writeQoSFiles(dir string, o *qosOutput) error {
+	data, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "qos.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	xLabel := "LLM tok/s"
+	if o.Duty > 0 {
+		xLabel = "LLM effective tok/s (idle time counted)"
+	}
+	byProfile := map[string][]qos.Row{}
+	var order []string
+	for _, row := range o.Rows {
+		if byProfile[row.Profile] == nil {
+			order = append(order, row.Profile)
+		}
+		byProfile[row.Profile] = append(byProfile[row.Profile], row)
+	}
+	for _, prof := range order {
+		c := plot.Chart{Title: fmt.Sprintf("%s at %g Hz: foreground jank vs background LLM speed", prof, o.Hz),
+			XLabel: xLabel, YLabel: "jank % (frames over the deadline)", XZero: true, YZero: true}
+		for _, row := range byProfile[prof] {
+			x := row.TokPerS
+			if o.Duty > 0 {
+				x = row.EffectiveTokPerS
+			}
+			c.Series = append(c.Series, plot.Series{Name: row.Policy, Points: []plot.Point{{X: x, Y: row.JankPct}}})
+		}
+		f, err := os.Create(filepath.Join(dir, "qos-"+prof+".svg"))
+		if err != nil {
+			return err
+		}
+		err = c.WriteSVG(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// qosModels returns the cached Llama-3.2-1B-shape Q4_0 target whose layers
+// from 4 on are scaled by 0.05, and its 4-layer draft, writing them once:
+// the draft then agrees with the target about 93% of the time (see package
+// synth), as a trained draft of a real model would.
+func qosModels(stderr io.Writer) (target, draft string, err error) {
+	target = cachePath("qos-llama3-1b-q4_0-tail4x0.05.gguf")
+	draft = cachePath("qos-llama3-1b-q4_0-tail4x0.05-draft4.gguf")
+	if _, err := os.Stat(target); err != nil {
+		shape, err := synth.LookupShape("llama3-1b")
+		if err != nil {
+			return "", "", err
+		}
+		vocab, err := synth.DemoVocab()
+		if err != nil {
+			return "", "", err
+		}
+		if vocab, err = synth.PadVocab(vocab, shape.Vocab); err != nil {
+			return "", "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return "", "", err
+		}
+		fmt.Fprintf(stderr, "bench qos: no -m given: writing a Llama-3.2-1B-shape Q4_0 target (random weights, layers 4+ scaled by 0.05) to %s (once)\n", target)
+		o := synth.Options{Shape: shape, Type: quant.Q4_0, Vocab: vocab, Seed: 1, TailFrom: 4, TailScale: 0.05}
+		if err := synth.WriteFile(target, o); err != nil {
+			return "", "", err
+		}
+	}
+	if _, err := os.Stat(draft); err != nil {
+		tf, err := gguf.Open(target)
+		if err != nil {
+			return "", "", err
+		}
+		defer tf.Close()
+		fmt.Fprintf(stderr, "bench qos: writing its 4-layer draft to %s (once)\n", draft)
+		if err := synth.WriteDraft(draft, tf, 4); err != nil {
+			return "", "", err
+		}
+	}
+	return target, draft, nil
+}

@@ -1,0 +1,289 @@
+package qos
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The harness runs the foreground as a child process. In tests the child
+// is this test binary, which with QOS_TEST_FOREGROUND set behaves like
+// `shade fg` (the flags the harness passes) on a small burst buffer.
+func TestMain(m *testing.M) {
+	// Also on "fg" alone: a test that reaches ForegroundCommand must not
+	// start the whole test suite again in a child.
+	if os.Getenv("QOS_TEST_FOREGROUND") == "1" || (len(os.Args) > 1 && os.Args[1] == "fg") {
+		os.Exit(testForeground(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func testForeground(args []string) int {
+	if len(args) == 0 || args[0] != "fg" {
+		fmt.Fprintln(os.Stderr, "test child: want fg ARGS")
+		return 2
+	}
+	fs := flag.NewFlagSet("fg", flag.ContinueOnError)
+	profile := fs.String("profile", "", "")
+	hz := fs.Float64("hz", 120, "")
+	seconds := fs.Float64("seconds", 1, "")
+	cpu := fs.Int("cpu", -1, "")
+	units := fs.Float64("units", 0, "")
+	seed := fs.Uint64("seed", 1, "")
+	frames := fs.String("frames", "", "")
+	fs.Bool("json", true, "")
+	calibrateOnly := fs.Bool("calibrate-only", false, "")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	prof, err := LookupProfile(*profile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rep, err := RunForeground(context.Background(), ForegroundOptions{Profile: prof, Hz: *hz,
+		Duration: time.Duration(*seconds * float64(time.Second)), CPU: *cpu, Units: *units, Seed: *seed,
+		BufferBytes: 16 << 20, CheckFor: 200 * time.Millisecond, CalibrateOnly: *calibrateOnly})
+	if err == nil && *frames != "" {
+		err = WriteFramesFile(*frames, rep.Frames)
+	}
+	if err == nil {
+		err = json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func testCommand(ctx context.Context, args []string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, append([]string{"fg"}, args...)...)
+	cmd.Env = append(os.Environ(), "QOS_TEST_FOREGROUND=1")
+	return cmd, nil
+}
+
+// memoryHog is a fake background: it streams through a buffer and reports
+// each pass's time as a sample.
+func memoryHog(buf []uint64) Background {
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	return BackgroundFunc(func(ctx context.Context) (BackgroundResult, error) {
+		var r BackgroundResult
+		t0 := time.Now()
+		for ctx.Err() == nil {
+			a := Now()
+			streamRW(buf, 1)
+			r.Tokens++
+			r.Samples = append(r.Samples, Sample{T: Now(), Value: float64(Now() - a)})
+		}
+		r.Busy = time.Since(t0)
+		return r, nil
+	})
+}
+
+func cpus() (fg, bg int) {
+	if fg = LastCPU(); fg > 0 {
+		return fg, 0
+	}
+	return 0, -1 // one CPU: no pinning of the background
+}
+
+func TestPairEndToEnd(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the harness pins CPUs: Linux only")
+	}
+	fgCPU, bgCPU := cpus()
+	pair := Pair{Profile: "scroll", Duration: time.Second, Units: 1500, FgCPU: fgCPU, BgCPU: bgCPU,
+		Command: testCommand, TempDir: t.TempDir()}
+	before, _ := ProcessAffinity()
+	res, err := pair.Run(context.Background(), memoryHog(make([]uint64, 8<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := ProcessAffinity(); after != before {
+		t.Errorf("the harness left this process's affinity changed")
+	}
+	fg, bg := res.Foreground, res.Background
+	if fg.Profile != "scroll" || fg.Units != 1500 || fg.CPU != fgCPU || fg.Calibration != nil {
+		t.Errorf("foreground report %+v", fg)
+	}
+	if len(fg.Frames) < 60 || fg.Summary.Frames != len(fg.Frames) {
+		t.Fatalf("%d frames in the file, %d in the summary", len(fg.Frames), fg.Summary.Frames)
+	}
+	if bg.Tokens == 0 || len(bg.Samples) == 0 || bg.Wall < time.Second || bg.Active != bg.Wall {
+		t.Errorf("background result: %d passes, %d samples, wall %v, active %v", bg.Tokens, len(bg.Samples), bg.Wall, bg.Active)
+	}
+	// The background ran around the child: its samples cover the frames.
+	first, last := fg.Frames[0].Start, fg.Frames[len(fg.Frames)-1].End
+	if bg.Samples[0].T > first || bg.Samples[len(bg.Samples)-1].T < last-int64(50*time.Millisecond) {
+		t.Errorf("samples [%d, %d] do not cover frames [%d, %d]", bg.Samples[0].T, bg.Samples[len(bg.Samples)-1].T, first, last)
+	}
+
+	cal, err := pair.Calibrate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Calibration == nil || cal.Units <= 0 || len(cal.Frames) != 0 {
+		t.Errorf("calibration report %+v", cal)
+	}
+
+	bad := pair
+	bad.Profile = "doom"
+	if _, err := bad.Run(context.Background(), Idle()); err == nil || !strings.Contains(err.Error(), "doom") {
+		t.Errorf("a failing child: err = %v, want its message", err)
+	}
+}
+
+func TestExperimentEndToEnd(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the harness pins CPUs: Linux only")
+	}
+	fgCPU, bgCPU := cpus()
+	var kept atomic.Int32
+	hog := Policy{Name: "hog", Summary: "a memory-streaming loop", New: func(*LLM) (Background, error) {
+		return memoryHog(make([]uint64, 8<<20)), nil
+	}}
+	e := Experiment{Profiles: []string{"social"}, Policies: []Policy{hog, Native()}, Reps: 1,
+		Duration: 700 * time.Millisecond, FgCPU: fgCPU, BgCPU: bgCPU, Seed: 3, Command: testCommand,
+		Keep: func(string, string, int, *PairResult) { kept.Add(1) }}
+	rep, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 2 || rep.Rows[0].Policy != "native" || rep.Rows[1].Policy != "hog" || kept.Load() != 2 {
+		t.Fatalf("rows %+v, %d kept", rep.Rows, kept.Load())
+	}
+	if rep.Units["social"] <= 0 || rep.Calibration["social"] == nil {
+		t.Errorf("no calibration: %+v", rep.Units)
+	}
+	nat, h := rep.Rows[0], rep.Rows[1]
+	if nat.TokPerS != 0 || nat.RValid || math0(nat.MeanSlowdown-1) > 1e-9 {
+		t.Errorf("native row: %+v", nat)
+	}
+	if h.TokPerS <= 0 || h.Runs[0].Samples == 0 || h.Runs[0].Correlation.Windows == 0 || h.MeanSlowdown <= 0 {
+		t.Errorf("hog row: %+v", h)
+	}
+	noLLM := Experiment{Profiles: []string{"scroll"}, Policies: []Policy{Native(), AR()}, Duration: time.Second, Command: testCommand}
+	if _, err := noLLM.Run(context.Background()); err == nil {
+		t.Error("a policy needing an LLM ran without one")
+	}
+}
+
+func math0(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestSporadic(t *testing.T) {
+	var bursts atomic.Int32
+	work := BackgroundFunc(func(ctx context.Context) (BackgroundResult, error) {
+		bursts.Add(1)
+		t0 := time.Now()
+		<-ctx.Done()
+		return BackgroundResult{Tokens: 10, Busy: time.Since(t0)}, nil
+	})
+	bg, err := Sporadic(work, 0.4, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+	defer cancel()
+	r, err := bg.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wall = 350 * time.Millisecond
+	// Bursts at 0, 100, 200, 300 ms, each 40 ms long.
+	if n := bursts.Load(); n != 4 || r.Tokens != 40 {
+		t.Errorf("%d bursts, %d tokens; want 4 and 40", n, r.Tokens)
+	}
+	if r.Active < 150*time.Millisecond || r.Active > 230*time.Millisecond {
+		t.Errorf("active %v, want ≈160 ms", r.Active)
+	}
+	if r.EffectiveTokPerS() >= r.TokPerS() {
+		t.Errorf("effective %v tok/s not below %v", r.EffectiveTokPerS(), r.TokPerS())
+	}
+	for _, c := range []struct {
+		duty float64
+		p    time.Duration
+	}{{0, time.Second}, {1.5, time.Second}, {0.5, 0}} {
+		if _, err := Sporadic(work, c.duty, c.p); err == nil {
+			t.Errorf("Sporadic(%v, %v) accepted", c.duty, c.p)
+		}
+	}
+}
+
+func TestRateCap(t *testing.T) {
+	g := &RateCap{TokPerS: 10}
+	// 5 tokens in a 100 ms step: at 10 tok/s they are due at 500 ms.
+	if p := g.StepDone(5, 100*time.Millisecond); p < 350*time.Millisecond || p > 410*time.Millisecond {
+		t.Errorf("pause %v, want ≈400 ms", p)
+	}
+	slow := &RateCap{TokPerS: 10}
+	if p := slow.StepDone(1, 200*time.Millisecond); p != 0 {
+		t.Errorf("a step under the cap paused %v", p)
+	}
+}
+
+func TestChunkSleeper(t *testing.T) {
+	g := &ChunkSleeper{Layers: 4, Sleep: 3 * time.Millisecond}
+	var total time.Duration
+	for l := range 16 {
+		total += g.VerifyLayer(l, 1, time.Millisecond)
+	}
+	if total != 12*time.Millisecond {
+		t.Errorf("slept %v over 16 layers, want 4 × 3 ms", total)
+	}
+}
+
+func TestPolicyRegistry(t *testing.T) {
+	ps, err := LookupPolicies("ar,native,ar")
+	if err != nil || len(ps) != 2 || ps[0].Name != "ar" || ps[1].Name != "native" {
+		t.Fatalf("LookupPolicies = %v, %v", ps, err)
+	}
+	if _, err := LookupPolicies("ar,bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown policy: %v", err)
+	}
+	all, _ := LookupPolicies("all")
+	for _, want := range []string{"native", "ar", "spec", "freq-limit", "chunk-sleep"} {
+		found := false
+		for _, p := range all {
+			found = found || p.Name == want
+		}
+		if !found {
+			t.Errorf("built-in policy %s missing", want)
+		}
+	}
+	if err := RegisterPolicy(FreqLimit(2)); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := LookupPolicies("all")
+	if len(again) != len(all) {
+		t.Errorf("re-registering freq-limit changed the count: %d → %d", len(all), len(again))
+	}
+	defer RegisterPolicy(FreqLimit(DefaultRateCap))
+	if err := RegisterPolicy(Policy{Name: "a,b", New: Native().New}); err == nil {
+		t.Error("a name with a comma accepted")
+	}
+	for _, p := range []Policy{AR(), Spec(4), FreqLimit(1), ChunkSleep(2, time.Millisecond)} {
+		if _, err := p.New(nil); err == nil {
+			t.Errorf("%s built without an LLM", p.Name)
+		}
+	}
+}
