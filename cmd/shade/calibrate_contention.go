@@ -55,23 +55,12 @@ func calibrateContention(ctx context.Context, a *calibrateArgs, passes, cpu int,
 	}
 	defer e.Close()
 	other := -1
-	procs := runtime.GOMAXPROCS(0)
-	unpin := func() {}
 	if cpu >= 0 {
 		restore, err := pinProcess(cpu)
 		if err != nil {
 			return err
 		}
-		// The calibration's key names the CPU with GOMAXPROCS, which Go
-		// follows the affinity mask with: unpin and let it come back
-		// before saving, or the key would say one core.
-		unpin = func() {
-			restore()
-			for i := 0; i < 60 && runtime.GOMAXPROCS(0) != procs; i++ {
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-		defer func() { unpin() }()
+		defer restore()
 		if runtime.NumCPU() > 1 {
 			other = (cpu + 1) % runtime.NumCPU()
 		}
@@ -104,8 +93,6 @@ func calibrateContention(ctx context.Context, a *calibrateArgs, passes, cpu int,
 				res.Readings, res.Amplitude, res.Ku, 1000*res.Tu)
 		}
 	}
-	unpin()
-	unpin = func() {}
 	path, err := elastic.SaveCalibration(modelFile(a.model), c)
 	if err != nil {
 		return err
