@@ -73,9 +73,7 @@ type Governor struct {
 	u         float64 // the PI output: 0 (no action) … 1 (full)
 	filtered  float64 // CS smoothed for the PI (FilterAlpha)
 	lastRead  int64
-	cpuTime   func() int64
-	threads   int
-	lastCPU   int64   // CPUTime at lastRead
+	share     cpuShare
 	preempted bool    // this step's draft was preempted
 	acted     bool    // the governor acted in this step
 	rate      float64 // the configured guardrail rate
@@ -110,9 +108,6 @@ func New(cfg Config) *Governor {
 	if cfg.Now == nil {
 		cfg.Now = Monotonic
 	}
-	if cfg.CPUTime != nil && cfg.CPUTime() < 0 {
-		cfg.CPUTime = nil
-	}
 	var base *Baselines
 	if cfg.Baselines != nil && cfg.Baselines.Validate() == nil {
 		// The sensor follows stale baselines down: work on a copy.
@@ -129,7 +124,7 @@ func New(cfg Config) *Governor {
 	}
 	g := &Governor{policy: cfg.Policy, source: src, gains: cfg.Gains, sensor: NewSensor(base),
 		pi: PI{Gains: cfg.Gains, Min: 0, Max: 1}, bucket: NewBucket(cfg.GuardrailRate), now: cfg.Now,
-		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, cpuTime: cfg.CPUTime, threads: max(cfg.Threads, 1),
+		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, share: newCPUShare(cfg.CPUTime, cfg.Threads),
 		rate: cfg.GuardrailRate}
 	if cfg.Hysteresis > 0 {
 		g.sensor.Need = cfg.Hysteresis
@@ -199,17 +194,9 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	if layer == 0 {
 		g.passes++
 	}
-	if g.cpuTime != nil {
-		cpu := g.cpuTime()
-		if wall := now - g.lastRead; g.lastRead != 0 && wall > 0 && wall < int64(time.Second) {
-			share := float64(cpu-g.lastCPU) / (float64(wall) * float64(g.threads))
-			took = time.Duration(float64(took) * max(0.05, min(1, share)))
-		}
-		g.lastCPU = cpu
-	}
+	took = g.share.scale(now, took)
 	cs, ok := g.sensor.Score(layer, rows, took)
 	if !ok {
-		g.lastRead = now
 		return false
 	}
 	g.log.add(Sample{T: now, Layer: int32(layer), Rows: int32(rows), CS: float32(cs)})

@@ -59,20 +59,31 @@ func MeasureBaselines(ctx context.Context, m *model.Model, o MeasureOptions) (*B
 	for l := range times {
 		times[l] = make([][]float64, len(rows))
 	}
+	// Each layer's time counts only the share of it the process ran, as
+	// the governor's readings do: a baseline measured on a busy machine
+	// would otherwise include other processes' turns on the core.
+	share := newCPUShare(ProcessCPUTime, m.Pool.Threads())
+	var lastTook time.Duration
+	hook := func(l int) error {
+		lastTook = share.scale(Monotonic(), s.LayerTimes[l])
+		return nil
+	}
 	for range o.Passes {
 		for ri, r := range rows {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if err := s.Forward(model.Chain(tokens[:r])); err != nil {
+			if err := s.Begin(model.Chain(tokens[:r])); err != nil {
 				return nil, err
 			}
+			share.scale(Monotonic(), 0) // the window starts at the pass
 			for l := range layers {
-				times[l][ri] = append(times[l][ri], float64(s.LayerTimes[l]))
+				if err := s.RunLayers(l, l+1, hook); err != nil {
+					return nil, err
+				}
+				times[l][ri] = append(times[l][ri], float64(lastTook))
 			}
-			if err := s.Truncate(o.Ctx); err != nil {
-				return nil, err
-			}
+			s.Abandon()
 		}
 	}
 	b := &Baselines{Rows: rows, NS: make([][]float64, layers)}

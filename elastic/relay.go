@@ -78,8 +78,9 @@ func RunRelay(ctx context.Context, o RelayOptions) (RelayResult, error) {
 	o.Source(on)
 	defer o.Source(false)
 	start := time.Now()
+	share := newCPUShare(ProcessCPUTime, o.Draft.Pool.Threads())
 	hook := func(layer int) error {
-		cs, ok := sensor.Score(layer, 1, s.LayerTimes[layer])
+		cs, ok := sensor.Score(layer, 1, share.scale(Monotonic(), s.LayerTimes[layer]))
 		if !ok {
 			return nil
 		}
