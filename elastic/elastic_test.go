@@ -470,3 +470,35 @@ func TestCPUShare(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetLayers: target layers are scored against a baseline learned
+// online, a lower quartile that a busy spell does not become.
+func TestTargetLayers(t *testing.T) {
+	g := New(Config{Policy: UIFirst, Baselines: flatBaselines(1, 1e6), Now: (&clock{}).now})
+	for range targetWarmup {
+		g.VerifyLayer(3, 9, time.Millisecond)
+	}
+	if n := len(g.Samples(nil, 0)); n != 0 {
+		t.Fatalf("%d samples during the warm-up", n)
+	}
+	// Busy for a spell: readings 1.5× the quiet ones stay scored high.
+	for i := range 40 {
+		g.VerifyLayer(3, 9, 1500*time.Microsecond)
+		s := g.Samples(nil, 0)
+		if cs := s[len(s)-1].CS; cs < 0.4 || !s[len(s)-1].Target {
+			t.Fatalf("busy reading %d: CS %v (target %v), want ≥ 0.4", i, cs, s[len(s)-1].Target)
+		}
+	}
+	// A sustained busy spell sleeps at the burst duty.
+	var slept, worked time.Duration
+	for range 200 {
+		worked += 1500 * time.Microsecond
+		slept += g.VerifyLayer(3, 9, 1500*time.Microsecond)
+	}
+	if duty := float64(slept) / float64(slept+worked); duty < 0.15 || duty > 0.27 {
+		t.Errorf("duty cut by %.0f%% under a sustained burst, want up to 25%%", 100*duty)
+	}
+	if st := g.GovernorStats(); st.TargetReadings != 240 {
+		t.Errorf("%d target readings, want 240", st.TargetReadings)
+	}
+}

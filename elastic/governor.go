@@ -84,6 +84,9 @@ type Governor struct {
 	work      time.Duration // target-layer work since the last sleep
 	relaxed   bool
 
+	targetBase map[[2]int]float64 // learned target-layer baselines, ns
+	targetSeen map[[2]int]int
+
 	st    spec.GovernorStats
 	csSum float64
 	hist  [histBins]int
@@ -130,6 +133,7 @@ func New(cfg Config) *Governor {
 		g.sensor.Need = cfg.Hysteresis
 	}
 	g.st.VerifyBatch = make(map[int]int)
+	g.targetBase, g.targetSeen = make(map[[2]int]float64), make(map[[2]int]int)
 	return g
 }
 
@@ -203,12 +207,7 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	g.st.Readings++
 	g.csSum += cs
 	g.hist[max(0, min(histBins-1, int((cs-histLow)*100)))]++
-	dt := 0.0
-	if g.lastRead != 0 {
-		// A long gap (an idle server) is not contention time.
-		dt = min(float64(now-g.lastRead)/1e9, 0.5)
-	}
-	g.lastRead = now
+	dt := g.readInterval(now)
 	if !g.controlling() {
 		return false
 	}
@@ -232,6 +231,48 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	}
 	g.preempted, g.acted = true, true
 	return true
+}
+
+// readInterval is the seconds since the last sensor reading (at most ½: a
+// long gap, an idle server, is not contention time); g.mu is held.
+func (g *Governor) readInterval(now int64) float64 {
+	dt := 0.0
+	if g.lastRead != 0 {
+		dt = min(float64(now-g.lastRead)/1e9, 0.5)
+	}
+	g.lastRead = now
+	return dt
+}
+
+// targetWarmup is how many readings of a target layer at a batch size
+// are taken to learn its baseline before it is scored.
+const targetWarmup = 8
+
+// targetScore scores a target-layer reading against a baseline learned
+// online for its (layer, rows): a running estimate of the reading's lower
+// quartile (it steps down three times as fast as up), so a foreground that
+// is busy part of the time does not become the baseline, and a stale low
+// reading fades. g.mu is held.
+func (g *Governor) targetScore(layer, rows int, took time.Duration) (float64, bool) {
+	t := float64(took)
+	if t <= 0 || layer < 0 || layer >= 4096 || rows < 1 || rows > 4096 {
+		return 0, false
+	}
+	k := [2]int{layer, rows}
+	b, seen := g.targetBase[k], g.targetSeen[k]
+	switch {
+	case seen == 0 || t < 0.5*b || (seen < targetWarmup && t < b):
+		b = t // the warm-up keeps the fastest
+	case t < b:
+		b += 0.006 * (t - b)
+	default:
+		b += 0.002 * (t - b)
+	}
+	g.targetBase[k], g.targetSeen[k] = b, seen+1
+	if seen < targetWarmup {
+		return 0, false
+	}
+	return (t - b) / b, true
 }
 
 // MaxContendedPasses is how many draft passes run in a step under the
@@ -269,15 +310,37 @@ func (g *Governor) VerifyRows(drafted int) int {
 // VerifyLayer inserts micro-sleeps of 1–2 ms between target layers while
 // contended, often enough to cut the duty cycle by 10–25% as the
 // controller's output rises from 0 to 1.
+//
+// Target layers are read too, against baselines learned online (see
+// targetScore): the verify pass is most of a step, and a reading that shows
+// the foreground's burst right now sleeps at the highest duty (25%), so the
+// sleeps fall where they help the burst finish.
 func (g *Governor) VerifyLayer(layer, rows int, took time.Duration) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := g.now()
+	scaled := g.share.scale(now, took)
+	burst := false
+	if cs, ok := g.targetScore(layer, rows, scaled); ok {
+		g.log.add(Sample{T: now, Layer: int32(layer), Rows: int32(rows), CS: float32(cs), Target: true})
+		g.st.TargetReadings++
+		if g.controlling() {
+			target := g.target()
+			g.sensor.Observe(cs, target)
+			g.filtered += FilterAlpha * (cs - g.filtered)
+			g.u = g.pi.Update(g.filtered-target, g.readInterval(now))
+			burst = cs > target
+		}
+	}
 	if !g.controlling() || !g.sensor.Contended() || g.u <= 0 {
 		g.work = 0
 		return 0
 	}
 	g.work += took
 	duty := 0.10 + 0.15*g.u
+	if burst {
+		duty = 0.25
+	}
 	sleep := time.Millisecond + time.Duration(g.u*float64(time.Millisecond))
 	if float64(g.work) < float64(sleep)*(1-duty)/duty {
 		return 0

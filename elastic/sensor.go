@@ -75,6 +75,9 @@ type Sample struct {
 	Layer int32   `json:"layer"`
 	Rows  int32   `json:"rows"`
 	CS    float32 `json:"cs"`
+	// Target marks a target-model layer (verify or prefill), scored
+	// against a baseline learned online; otherwise a draft layer.
+	Target bool `json:"target,omitempty"`
 }
 
 // sampleLog is a ring of the latest samples.

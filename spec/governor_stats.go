@@ -17,10 +17,13 @@ type GovernorStats struct {
 	// Readings are draft-layer latencies turned into contention scores
 	// (CS = (T − T_base) / T_base); Contended counts those read while the
 	// sensor's hysteresis said the machine was contended.
-	Readings  int     `json:"readings"`
-	Contended int     `json:"contended_readings"`
-	CSMean    float64 `json:"cs_mean"`
-	CSP95     float64 `json:"cs_p95"`
+	Readings int `json:"readings"`
+	// TargetReadings are target-layer readings, scored against baselines
+	// learned online.
+	TargetReadings int     `json:"target_readings"`
+	Contended      int     `json:"contended_readings"`
+	CSMean         float64 `json:"cs_mean"`
+	CSP95          float64 `json:"cs_p95"`
 	// Preemptions are draft passes the governor stopped.
 	Preemptions int `json:"preemptions"`
 	// VerifyBatch counts verify passes by the rows the governor asked for
