@@ -59,6 +59,9 @@ const GuardrailShare = 0.6
 // Governor is the elastic controller. It implements spec.Governor and
 // spec.GovernorReporter; all methods are safe for concurrent use (the
 // decoder calls from its goroutine, SetPolicy and the readers from others).
+// Generations it drives may follow or interleave one another step by step
+// (the server's background sessions), but not run steps at the same time:
+// a step's draft passes and sleeps are counted as one.
 type Governor struct {
 	mu     sync.Mutex
 	policy Policy
