@@ -148,6 +148,9 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if _, err := pf.policy(); err != nil {
+		return err
+	}
 	var ms []spec.Mode
 	for _, name := range strings.Split(*modes, ",") {
 		m, err := spec.ParseMode(strings.TrimSpace(name))

@@ -73,6 +73,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if _, err := pf.policy(); err != nil {
+		return err
+	}
 	mode := specCfg.Mode
 	e, err := loadEngine(path, *sf.draft, *threads)
 	if err != nil {

@@ -43,6 +43,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if _, err := pf.policy(); err != nil {
+		return err
+	}
 	e, err := loadEngine(*modelPath, *sf.draft, *threads)
 	if err != nil {
 		return err
