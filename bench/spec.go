@@ -21,7 +21,10 @@ type SpecOptions struct {
 	DraftMax  int
 	TreeWidth int
 	TreeDepth int
-	Progress  func(what string)
+	// Governor, if set, paces every speculative mode (off stays plain,
+	// the baseline).
+	Governor spec.Governor
+	Progress func(what string)
 }
 
 // DefaultPrompts cover the seed papers' task kinds: story, math, code, chat.
@@ -116,9 +119,12 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		}
 		var reference []int32
 		for j, mode := range modes {
+			cfg := spec.Config{Mode: mode, DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth}
+			if mode != spec.Off {
+				cfg.Governor = o.Governor
+			}
 			st, err := e.Generate(ctx, engine.Request{
-				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true,
-				Spec: spec.Config{Mode: mode, DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth},
+				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg,
 			}, func(string) error { return nil })
 			if err != nil {
 				return rep, fmt.Errorf("bench spec: %v: %w", mode, err)

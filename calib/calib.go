@@ -65,7 +65,10 @@ func CPUName() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s ×%d", name, runtime.GOMAXPROCS(0))
+	// NumCPU (the cores usable when the process started), not GOMAXPROCS:
+	// Go moves GOMAXPROCS with the affinity mask, so a process that pins
+	// itself to one core for a measurement would key it as another CPU.
+	return fmt.Sprintf("%s ×%d", name, runtime.NumCPU())
 }
 
 // Path is the file where measurements of a kind are kept for a model.

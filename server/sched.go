@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"shade/elastic"
 	"shade/engine"
+	"shade/spec"
 )
 
 // Background policies, switched at run time through /v1/shade/policy.
@@ -15,17 +17,26 @@ const (
 	// PolicyFull runs background requests at full speed whenever no
 	// foreground request is waiting.
 	PolicyFull = "full"
-	// PolicyElastic is meant to run background requests under the elastic
-	// controller (yielding memory bandwidth to the foreground app). That
-	// controller has not landed: until it does this behaves as PolicyFull.
+	// PolicyElastic runs background requests under the elastic governor
+	// (Options.Elastic): the draft model's layer latencies sense memory
+	// contention and the governor preempts drafts, widens verification
+	// and sleeps between target layers to yield bandwidth to the
+	// foreground app, with the chosen elastic policy (balanced or
+	// ui-first). Without a governor (no draft model) it behaves as
+	// PolicyFull, and the endpoint says so.
 	PolicyElastic = "elastic"
 	// PolicyPaused runs no background step at all: started background
 	// generations keep their KV cache and resume when the policy changes.
 	PolicyPaused = "paused"
 )
 
-// PolicyNote says what the elastic policy does in this build.
-const PolicyNote = "the elastic background policy has not landed yet: it has no effect (background requests run at full speed when no foreground request is waiting); \"paused\" does hold background work"
+// policyNote says what the policies do on this server.
+func policyNote(elastic bool) string {
+	if !elastic {
+		return "no elastic governor on this server (it needs a draft model): \"elastic\" behaves as \"full\"; \"paused\" holds background work"
+	}
+	return "\"elastic\" runs background requests under the elastic governor (balanced or ui-first); \"full\" runs them uncontrolled; \"paused\" holds them"
+}
 
 var errShutdown = errors.New("server: shutting down")
 
@@ -120,14 +131,37 @@ type scheduler struct {
 	accepted   int
 	steps      int
 	beforeStep func(*job) // tests: runs before each step
+
+	// gov paces background sessions (nil: no draft model); its policy is
+	// flavor under PolicyElastic and elastic.Off otherwise.
+	gov    *elastic.Governor
+	flavor elastic.Policy
+	govObs governorObserver // owned by the scheduler goroutine
 }
 
-func newScheduler(e *engine.Engine, m *metrics, limit int) *scheduler {
-	s := &scheduler{e: e, m: m, limit: limit, policy: PolicyFull,
+func newScheduler(e *engine.Engine, m *metrics, limit int, gov *elastic.Governor) *scheduler {
+	s := &scheduler{e: e, m: m, limit: limit, policy: PolicyFull, gov: gov, flavor: elastic.Balanced,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if gov != nil && gov.Policy() != elastic.Off {
+		s.policy, s.flavor = PolicyElastic, gov.Policy()
+	}
+	s.applyPolicy()
 	m.setPolicy(s.policy)
 	go s.loop()
 	return s
+}
+
+// applyPolicy sets the governor's policy from the background policy; s.mu
+// is held or the scheduler not yet shared.
+func (s *scheduler) applyPolicy() {
+	if s.gov == nil {
+		return
+	}
+	if s.policy == PolicyElastic {
+		s.gov.SetPolicy(s.flavor)
+	} else {
+		s.gov.SetPolicy(elastic.Off)
+	}
 }
 
 var errQueueFull = errors.New("server: queue full")
@@ -202,9 +236,15 @@ func (s *scheduler) remove(j *job) bool {
 	return false
 }
 
-func (s *scheduler) setPolicy(p string) {
+// setPolicy sets the background policy and, if flavor is not elastic.Off,
+// the elastic policy PolicyElastic runs with.
+func (s *scheduler) setPolicy(p string, flavor elastic.Policy) {
 	s.mu.Lock()
 	s.policy = p
+	if flavor != elastic.Off {
+		s.flavor = flavor
+	}
+	s.applyPolicy()
 	s.mu.Unlock()
 	s.m.setPolicy(p)
 	s.kick()
@@ -214,6 +254,13 @@ func (s *scheduler) getPolicy() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.policy
+}
+
+// elasticFlavor is the elastic policy PolicyElastic runs with.
+func (s *scheduler) elasticFlavor() elastic.Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flavor
 }
 
 // pick chooses the job to step next, or nil.
@@ -265,6 +312,12 @@ func (s *scheduler) step(j *job) {
 		s.beforeStep(j)
 	}
 	if j.sess == nil {
+		if j.prio == Background && s.gov != nil && j.req.Spec.Mode != spec.Off {
+			// Every background session runs under the governor; the
+			// background policy decides whether it acts (elastic) or only
+			// watches (full), and may change while the session runs.
+			j.req.Spec.Governor = s.gov
+		}
 		sess, err := s.e.NewSession(j.req, j.prompt)
 		if err != nil {
 			s.complete(j, engine.Stats{PromptTokens: len(j.prompt)}, err)
@@ -273,6 +326,9 @@ func (s *scheduler) step(j *job) {
 		j.sess = sess
 	}
 	done, err := j.sess.Step(j.ctx, j.emit)
+	if j.prio == Background && s.gov != nil {
+		s.govObs.observe(s.m, s.gov)
+	}
 	st := j.sess.Stats()
 	s.m.genTokens.Add(float64(st.GenTokens - j.reported))
 	j.reported = st.GenTokens

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"shade/chat"
+	"shade/elastic"
 	"shade/engine"
 	"shade/sample"
 	"shade/spec"
@@ -36,12 +37,15 @@ import (
 
 // Options configure a Server. Zero values take the defaults shown.
 type Options struct {
-	ModelID       string         // id in /v1/models and responses (default: the model file's base name)
-	APIKey        string         // if set, every endpoint but /health needs "Authorization: Bearer KEY"
-	QueueSize     int            // generation requests waiting or running at once (default 16); more get 429
-	MaxBodyBytes  int64          // request body limit (default 4 MiB); larger bodies get 413
-	Ctx           int            // context size per request (default: the model's, at most engine.DefaultCtx)
-	Spec          spec.Config    // speculative decoding for every request
+	ModelID      string      // id in /v1/models and responses (default: the model file's base name)
+	APIKey       string      // if set, every endpoint but /health needs "Authorization: Bearer KEY"
+	QueueSize    int         // generation requests waiting or running at once (default 16); more get 429
+	MaxBodyBytes int64       // request body limit (default 4 MiB); larger bodies get 413
+	Ctx          int         // context size per request (default: the model's, at most engine.DefaultCtx)
+	Spec         spec.Config // speculative decoding for every request
+	// Elastic, if set, paces background requests (see PolicyElastic); its
+	// policy at start (if not off) makes the server start in PolicyElastic.
+	Elastic       *elastic.Governor
 	Template      *chat.Template // chat template (default: chat.FromGGUF)
 	ReadTimeout   time.Duration  // reading a request (default 30 s)
 	WriteTimeout  time.Duration  // each write of a response (default 60 s; streams extend it per event)
@@ -101,7 +105,7 @@ func New(e *engine.Engine, opt Options) *Server {
 			opt.Log.Printf("shade serve: %s", warn)
 		}
 	}
-	s.sched = newScheduler(e, s.m, opt.QueueSize)
+	s.sched = newScheduler(e, s.m, opt.QueueSize, opt.Elastic)
 	s.mux = http.NewServeMux()
 	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
 	s.route("/v1/completions", http.MethodPost, s.handleCompletion)
@@ -270,19 +274,31 @@ func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError 
 			return aerr
 		}
 		var req struct {
-			Policy *string `json:"policy"`
+			Policy  *string `json:"policy"`
+			Elastic *string `json:"elastic"`
 		}
 		if aerr := decode(body, &req); aerr != nil {
 			return aerr
 		}
 		if req.Policy == nil {
-			return badRequest("policy", "missing_required_parameter", "policy is required (full, elastic or paused)")
+			return badRequest("policy", "missing_required_parameter", "policy is required (full, elastic, paused, or an elastic policy: balanced, ui-first)")
 		}
-		switch *req.Policy {
+		flavor := elastic.Off
+		if req.Elastic != nil {
+			f, err := elastic.ParsePolicy(*req.Elastic)
+			if err != nil || f == elastic.Off {
+				return badRequest("elastic", "invalid_value", "elastic must be balanced or ui-first, got %q", *req.Elastic)
+			}
+			flavor = f
+		}
+		switch p := *req.Policy; p {
 		case PolicyFull, PolicyElastic, PolicyPaused:
-			s.sched.setPolicy(*req.Policy)
+			s.sched.setPolicy(p, flavor)
+		case elastic.Balanced.String(), elastic.UIFirst.String():
+			f, _ := elastic.ParsePolicy(p)
+			s.sched.setPolicy(PolicyElastic, f)
 		default:
-			return badRequest("policy", "invalid_value", "policy must be full, elastic or paused, got %q", *req.Policy)
+			return badRequest("policy", "invalid_value", "policy must be full, elastic, paused, balanced or ui-first, got %q", p)
 		}
 	default:
 		w.Header().Set("Allow", "GET, POST, PUT")
@@ -290,10 +306,14 @@ func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError 
 	}
 	p := s.sched.getPolicy()
 	effective := p
-	if p == PolicyElastic {
+	if p == PolicyElastic && s.opt.Elastic == nil {
 		effective = PolicyFull
 	}
-	writeJSON(w, map[string]any{"policy": p, "effective": effective, "note": PolicyNote})
+	out := map[string]any{"policy": p, "effective": effective, "elastic": s.sched.elasticFlavor().String(), "note": policyNote(s.opt.Elastic != nil)}
+	if s.opt.Elastic != nil {
+		out["governor"] = s.opt.Elastic.GovernorStats()
+	}
+	writeJSON(w, out)
 	return nil
 }
 

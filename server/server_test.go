@@ -508,7 +508,7 @@ func testutilValue(t *testing.T, url, name string) float64 {
 func TestPolicySwitch(t *testing.T) {
 	s, url := start(t, Options{})
 	resp, b := post(t, url+"/v1/shade/policy", `{"policy":"paused"}`)
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"policy":"paused"`) || !strings.Contains(string(b), "no effect") {
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"policy":"paused"`) || !strings.Contains(string(b), `behaves as`) {
 		t.Fatalf("set paused: %d %s", resp.StatusCode, b)
 	}
 	done := make(chan []byte)

@@ -100,6 +100,8 @@ type Stats struct {
 	Filled         int           `json:"filled,omitempty"`
 	FilledAccepted int           `json:"filled_accepted,omitempty"`
 	Sleep          time.Duration `json:"sleep_ns,omitempty"`
+	// Governor is what the governor reports of its decisions, if it does.
+	Governor *GovernorStats `json:"governor,omitempty"`
 }
 
 // AcceptanceRate is accepted ÷ drafted.
@@ -148,6 +150,7 @@ type Decoder struct {
 	targetHook func(layer int) error // d.targetLayer, bound once
 	filledFrom int32                 // first node added by n-gram filling, or -1
 	fillNodes  []int32
+	ngcache    *NgramCache // under a governor: filling's multi-source n-gram cache
 }
 
 // NewDecoder sets up decoding on a target state. draft may be nil when the
@@ -173,6 +176,7 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 		if d.ngram == nil {
 			d.ngram = NewNgram(cfg.NgramMin, cfg.NgramMax)
 		}
+		d.ngcache = NewNgramCache(cfg.NgramMin, cfg.NgramMax)
 		if draft != nil {
 			draft.SetGovernor(d.gov)
 		}
@@ -197,7 +201,13 @@ func (d *Decoder) forward(b model.Batch) error {
 }
 
 // Stats returns the counters so far.
-func (d *Decoder) Stats() Stats { return d.stats }
+func (d *Decoder) Stats() Stats {
+	st := d.stats
+	if d.gov != nil {
+		st.Governor = governorStats(d.gov)
+	}
+	return st
+}
 
 // Start feeds a prompt: every token but the last goes through the target
 // (in batches); the last becomes the pending token the first step starts from.
@@ -275,6 +285,10 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	}
 	if err := d.target.Commit(d.rows); err != nil {
 		return out, err
+	}
+	if d.ngcache != nil {
+		d.ngcache.Rejected(d.ctx, &d.tree, path, d.draftedNodes())
+		d.ngcache.Tick()
 	}
 	t2 := time.Now()
 
@@ -363,7 +377,7 @@ func (d *Decoder) fill(size int) {
 		for _, n := range main[1 : k+1] {
 			prefix = append(prefix, t.Tokens[n])
 		}
-		cont := d.ngram.Continue(d.ctx, prefix, size-t.Len()+1)
+		cont := d.ngcache.Continue(d.ctx, prefix, size-t.Len()+1)
 		at := main[k]
 		for _, tok := range cont {
 			if t.Len() >= size {
@@ -382,6 +396,15 @@ func (d *Decoder) fill(size int) {
 			at = child
 		}
 	}
+}
+
+// draftedNodes is how many of the tree's nodes the drafter made (the rest,
+// if any, came from n-gram filling).
+func (d *Decoder) draftedNodes() int {
+	if d.filledFrom >= 0 {
+		return int(d.filledFrom)
+	}
+	return d.tree.Len()
 }
 
 // predictLogits computes, in one LM-head pass, the logits of the rows on

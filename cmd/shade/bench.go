@@ -139,13 +139,14 @@ func benchModel(stderr io.Writer) (string, error) {
 }
 
 func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--modes off,chain,tree,ngram,auto] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
+	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--policy balanced|ui-first|off] [--modes off,chain,tree,ngram,auto] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
 	modelPath := fs.String("m", "", "target model `file`")
 	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare; off (plain decoding) always runs first as the baseline")
 	n := fs.Int("n", 64, "tokens generated per prompt")
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: five built-in prompts: story, math, code, chat)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	sf := addSpecFlags(fs, false)
+	pf := addPolicyFlag(fs, "off", "elastic speculation for the speculative modes")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -157,6 +158,9 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	specCfg, err := sf.config()
 	if err != nil {
+		return err
+	}
+	if _, err := pf.policy(); err != nil {
 		return err
 	}
 	var ms []spec.Mode
@@ -178,7 +182,11 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer e.Close()
-	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n,
+	gov, err := pf.apply(ctx, e, *modelPath, *sf.draft, &specCfg, stderr)
+	if err != nil {
+		return err
+	}
+	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n, Governor: specCfg.Governor,
 		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
 	if err != nil {
@@ -188,6 +196,10 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
+	}
+	if gov != nil {
+		st := gov.GovernorStats()
+		printGovernorStats(stderr, &spec.Stats{Governor: &st})
 	}
 	fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", *modelPath, orDash(nonEmpty(*sf.draft)), rep.Prompts, rep.Tokens)
 	fmt.Fprintln(stdout, "mode      tok/s   speedup  acceptance  accepted/step  tokens/step  draft time  same output")

@@ -18,7 +18,7 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--threads N] [--json]", stderr)
+	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--threads N] [--json]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
@@ -36,6 +36,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-text tokens")
 	sf := addSpecFlags(fs, true)
 	bf := addBudgetFlags(fs)
+	pf := addPolicyFlag(fs, "off", "elastic speculation: yield memory bandwidth to the foreground")
 	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
@@ -73,6 +74,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if _, err := pf.policy(); err != nil {
+		return err
+	}
 	mode := specCfg.Mode
 	if err := bf.check(); err != nil {
 		return err
@@ -83,6 +87,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer e.Close()
 	if err := bf.apply(e, stderr); err != nil {
+		return err
+	}
+	if _, err := pf.apply(ctx, e, path, *sf.draft, &specCfg, stderr); err != nil {
 		return err
 	}
 	req := engine.Request{
@@ -113,6 +120,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *showStats || ar != nil {
 		printSpecStats(stderr, st, ar, mode)
+		printGovernorStats(stderr, st.Spec)
 	}
 	return nil
 }

@@ -10,15 +10,18 @@ import (
 	"strconv"
 
 	shadelib "shade"
+	"shade/elastic"
 	"shade/engine"
 	"shade/server"
+	"shade/spec"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
+	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
 	sf := addSpecFlags(fs, true)
 	bf := addBudgetFlags(fs)
+	pf := addPolicyFlag(fs, "off", "elastic policy of background requests at start; POST /v1/shade/policy switches it at run time")
 	host := fs.String("host", "127.0.0.1", "address to listen on (only loopback is safe without --api-key)")
 	port := fs.Int("port", 8080, "TCP port (0: any free port, printed on stderr)")
 	apiKey := fs.String("api-key", os.Getenv("SHADE_API_KEY"), "require \"Authorization: Bearer KEY\" (default: $SHADE_API_KEY)")
@@ -44,6 +47,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := bf.check(); err != nil {
 		return err
 	}
+	if _, err := pf.policy(); err != nil {
+		return err
+	}
 	e, err := loadEngine(*modelPath, *sf.draft, *threads)
 	if err != nil {
 		return err
@@ -54,6 +60,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger}
+	if opt.Elastic, err = serveGovernor(ctx, pf, e, *modelPath, *sf.draft, cfg, stderr); err != nil {
+		return err
+	}
 	if *template != "" {
 		if opt.Template, err = builtinTemplate(e, *template); err != nil {
 			return err
@@ -103,4 +112,33 @@ func loadEngine(path, draft string, threads int) (*engine.Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// serveGovernor builds the governor background requests run under: with a
+// draft model there always is one (so the policy endpoint can switch it on
+// at run time), in the policy --policy names.
+func serveGovernor(ctx context.Context, pf *policyFlag, e *engine.Engine, target, draft string, cfg spec.Config, stderr io.Writer) (*elastic.Governor, error) {
+	p, err := pf.policy()
+	if err != nil {
+		return nil, err
+	}
+	if draft == "" || cfg.Mode == spec.Off || cfg.Mode == spec.NgramM {
+		if p != elastic.Off {
+			return nil, fmt.Errorf("--policy %v needs speculation with a draft model (--draft FILE): its layers are the contention sensor", p)
+		}
+		return nil, nil
+	}
+	flavor := p
+	if flavor == elastic.Off {
+		flavor = elastic.Balanced
+	}
+	g, note, err := elastic.ForModels(ctx, modelFile(target), modelFile(draft), e.Draft, flavor)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "shade serve: %s\n", note)
+	if p == elastic.Off {
+		g.SetPolicy(elastic.Off) // background starts "full"; POST /v1/shade/policy turns it on
+	}
+	return g, nil
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"shade/elastic"
+	"shade/engine"
+	"shade/spec"
+)
+
+// policyFlag is --policy, the elastic-speculation policy run, serve and
+// bench spec share.
+type policyFlag struct{ name *string }
+
+func addPolicyFlag(fs *flag.FlagSet, def, usage string) *policyFlag {
+	return &policyFlag{name: fs.String("policy", def, usage+" ("+strings.Join(elastic.PolicyNames(), ", ")+")")}
+}
+
+// policy checks the flag.
+func (f *policyFlag) policy() (elastic.Policy, error) {
+	return elastic.ParsePolicy(*f.name)
+}
+
+// apply builds the elastic governor for the engine's models and sets it
+// in cfg (nothing for --policy off); the note on stderr says where its
+// baselines came from.
+func (f *policyFlag) apply(ctx context.Context, e *engine.Engine, target, draft string, cfg *spec.Config, stderr io.Writer) (*elastic.Governor, error) {
+	p, err := f.policy()
+	if err != nil || p == elastic.Off {
+		return nil, err
+	}
+	if draft == "" {
+		return nil, fmt.Errorf("--policy %v needs a draft model (--draft FILE): its layers are the contention sensor", p)
+	}
+	g, note, err := elastic.ForModels(ctx, modelFile(target), modelFile(draft), e.Draft, p)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "shade: %s\n", note)
+	cfg.Governor = g
+	return g, nil
+}
+
+// printGovernorStats prints what the elastic governor did (run --stats).
+func printGovernorStats(w io.Writer, s *spec.Stats) {
+	if s == nil || s.Governor == nil {
+		return
+	}
+	g := s.Governor
+	fmt.Fprintf(w, "elastic %s (baselines %s; Kp %.3g, Ki %.3g): %d sensor readings, CS mean %.3f, p95 %.3f, %d contended\n",
+		g.Policy, g.Baselines, g.Kp, g.Ki, g.Readings, g.CSMean, g.CSP95, g.Contended)
+	var sizes []int
+	for k := range g.VerifyBatch {
+		sizes = append(sizes, k)
+	}
+	sort.Ints(sizes)
+	var hist []string
+	for _, k := range sizes {
+		name := fmt.Sprint(k)
+		if k == 0 {
+			name = "as drafted"
+		}
+		hist = append(hist, fmt.Sprintf("%s: %d", name, g.VerifyBatch[k]))
+	}
+	fmt.Fprintf(w, "  %d preemptions; verify batches {%s}; %d filled (%d accepted); %d sleeps, %.0f ms\n",
+		g.Preemptions, strings.Join(hist, ", "), s.Filled, s.FilledAccepted, g.Sleeps, g.SleepTime.Seconds()*1000)
+	if g.GuardrailRate > 0 {
+		fmt.Fprintf(w, "  guardrail %.0f tok/s: deficit %.1f tokens, %d relaxations (%.1f s), %d fallbacks (%.1f s)%s\n",
+			g.GuardrailRate, g.Deficit, g.Relaxations, g.RelaxedTime.Seconds(), g.Fallbacks, g.FallbackTime.Seconds(),
+			map[bool]string{true: ", in fallback now", false: ""}[g.InFallback])
+	}
+}

@@ -1,0 +1,60 @@
+package spec
+
+import "time"
+
+// GovernorStats is what a governor reports of its decisions, for the stats
+// a run prints and the server's metrics. The elastic governor fills it;
+// governors that do not implement GovernorReporter leave Stats.Governor nil.
+// Counts are the governor's totals so far (a governor may outlive one
+// generation, as the server's does).
+type GovernorStats struct {
+	Policy string `json:"policy"`
+	// Baselines says where the sensor's quiet-machine latencies came from:
+	// "calibrated", "measured at start-up" or "learned online".
+	Baselines string  `json:"baselines"`
+	Kp        float64 `json:"kp"`
+	Ki        float64 `json:"ki"`
+	// Readings are draft-layer latencies turned into contention scores
+	// (CS = (T − T_base) / T_base); Contended counts those read while the
+	// sensor's hysteresis said the machine was contended.
+	Readings int `json:"readings"`
+	// TargetReadings are target-layer readings, scored against baselines
+	// learned online.
+	TargetReadings int     `json:"target_readings"`
+	Contended      int     `json:"contended_readings"`
+	CSMean         float64 `json:"cs_mean"`
+	CSP95          float64 `json:"cs_p95"`
+	// Preemptions are draft passes the governor stopped.
+	Preemptions int `json:"preemptions"`
+	// VerifyBatch counts verify passes by the rows the governor asked for
+	// (8, 16 or 32; 0: the tree as drafted).
+	VerifyBatch map[int]int `json:"verify_batch"`
+	// Sleeps between target layers, and their total asked-for length.
+	Sleeps    int           `json:"sleeps"`
+	SleepTime time.Duration `json:"sleep_ns"`
+	// The token-bucket guardrail: its rate, the deficit in tokens now,
+	// how often and how long a deficit relaxed the CS target, and how
+	// often and how long a sustained deficit fell back to uncontrolled
+	// speculation.
+	GuardrailRate float64       `json:"guardrail_tok_per_s"`
+	Deficit       float64       `json:"guardrail_deficit"`
+	Relaxations   int           `json:"relaxations"`
+	RelaxedTime   time.Duration `json:"relaxed_ns"`
+	Fallbacks     int           `json:"fallbacks"`
+	FallbackTime  time.Duration `json:"fallback_ns"`
+	InFallback    bool          `json:"in_fallback"`
+}
+
+// GovernorReporter is implemented by governors that report GovernorStats.
+type GovernorReporter interface {
+	GovernorStats() GovernorStats
+}
+
+// governorStats asks g for its stats when it reports them.
+func governorStats(g Governor) *GovernorStats {
+	if r, ok := g.(GovernorReporter); ok {
+		st := r.GovernorStats()
+		return &st
+	}
+	return nil
+}
