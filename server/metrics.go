@@ -30,7 +30,7 @@ type metrics struct {
 	contention   prometheus.Gauge
 	controller   *prometheus.CounterVec // by action
 	resident     prometheus.Gauge
-	streamed     prometheus.Counter
+	streamed     prometheus.CounterFunc
 	queueDepth   *prometheus.GaugeVec // by priority
 	preemptions  prometheus.Counter
 	rejected     prometheus.Counter
@@ -45,7 +45,9 @@ type metrics struct {
 	inFallback  prometheus.Gauge
 }
 
-func newMetrics() *metrics {
+// newMetrics makes the server's metrics; streamedBytes reports the weight
+// bytes read from storage so far (nil: none are streamed).
+func newMetrics(streamedBytes func() float64) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shade_requests_total",
@@ -76,8 +78,11 @@ func newMetrics() *metrics {
 	m.fallbackSec = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_elastic_fallback_seconds_total", Help: "Generation time spent in the guardrail's fallback to uncontrolled speculation."})
 	m.inFallback = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_elastic_in_fallback", Help: "1 while the guardrail has suspended elastic control."})
 	m.resident = prometheus.NewGauge(prometheus.GaugeOpts{Name: "shade_resident_bytes", Help: "Resident set size of the process."})
-	m.streamed = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_streamed_weight_bytes_total",
-		Help: "Weight bytes streamed from storage (0 while every weight is resident)."})
+	if streamedBytes == nil {
+		streamedBytes = func() float64 { return 0 }
+	}
+	m.streamed = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "shade_streamed_weight_bytes_total",
+		Help: "Weight bytes streamed from storage under the DRAM budget (0 while every weight is resident)."}, streamedBytes)
 	m.queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shade_queue_depth",
 		Help: "Generation requests waiting or running, by priority."}, []string{"priority"})
 	m.preemptions = prometheus.NewCounter(prometheus.CounterOpts{Name: "shade_preemptions_total", Help: "Background generations paused for a foreground one."})

@@ -95,7 +95,12 @@ func New(e *engine.Engine, opt Options) *Server {
 		opt.Log = log.New(io.Discard, "", 0)
 	}
 	opt.Ctx = e.ContextSize(opt.Ctx)
-	s := &Server{e: e, opt: opt, m: newMetrics(), created: time.Now().Unix(),
+	s := &Server{e: e, opt: opt, m: newMetrics(func() float64 {
+		if st := e.Stream; st != nil {
+			return float64(st.Stats().BytesRead)
+		}
+		return 0
+	}), created: time.Now().Unix(),
 		lim: Limits{MaxTokens: opt.Ctx, MaxStop: 4}}
 	s.tmpl = opt.Template
 	if s.tmpl == nil {

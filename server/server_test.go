@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"shade/chat"
 	"shade/engine"
 	"shade/sample"
+	"shade/weights"
 )
 
 const conformanceDir = "../../shared/testdata/conformance"
@@ -601,4 +603,37 @@ func TestGracefulShutdown(t *testing.T) {
 	if _, err := http.Get(url + "/health"); err == nil {
 		t.Fatal("server still accepting after shutdown")
 	}
+}
+
+// TestStreamedBytesMetric: with layers streamed under a DRAM budget,
+// /metrics counts the bytes read from storage.
+func TestStreamedBytesMetric(t *testing.T) {
+	stories(t)
+	e, err := engine.Load(filepath.Join(conformanceDir, "stories260K.gguf"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.SetDRAMBudget(0, weights.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(e, Options{})
+	ts := httptest.NewServer(s.Handler())
+	defer func() { ts.Close(); s.Close() }()
+	post(t, ts.URL+"/v1/completions", `{"prompt":"Once","max_tokens":3}`)
+	r, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "shade_streamed_weight_bytes_total "); ok {
+			if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 {
+				t.Errorf("streamed bytes = %q with every layer streamed", v)
+			}
+			return
+		}
+	}
+	t.Errorf("no shade_streamed_weight_bytes_total in\n%.1500s", b)
 }
