@@ -74,6 +74,8 @@ type State struct {
 	visBuf   []int32
 	scratch  quant.Scratch
 	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
+	lensNorm []float32 // (dim) Lens's normed row
+	lensRow  []float32 // (dim) one dequantized head row
 
 	slotBuf, rowBuf []int
 	attnLayer       int              // layer the attention workers run
@@ -545,4 +547,35 @@ func (s *State) Truncate(n int) error {
 	s.n, s.total, s.next = 0, 0, 0
 	s.rowOf, s.where, s.pruned = s.rowOf[:0], s.where[:0], s.pruned[:0]
 	return s.Cache.Truncate(n)
+}
+
+// Lens applies the final norm and the LM head rows of the given tokens to
+// batch row `row`'s residual stream after the layers run so far: out[k] is
+// the logit tokens[k] would get if the remaining layers were skipped (the
+// "logit lens"). It reads len(tokens) rows of the head, not all of it, so
+// it is cheap enough to score draft tokens mid-pass.
+func (s *State) Lens(row int, tokens []int32, out []float32) error {
+	c := s.cfg
+	h := s.Hidden(row)
+	if h == nil {
+		return fmt.Errorf("model: lens of row %d: not an active row of the pass", row)
+	}
+	if len(out) < len(tokens) {
+		return fmt.Errorf("model: lens buffer of %d floats for %d tokens", len(out), len(tokens))
+	}
+	s.lensNorm = grow(s.lensNorm, c.Dim)
+	s.lensRow = grow(s.lensRow, c.Dim)
+	rmsNorm(s.lensNorm, h, s.m.Weights.OutNorm, c.RMSEps)
+	for k, t := range tokens {
+		if t < 0 || int(t) >= c.Vocab {
+			return fmt.Errorf("model: lens token %d outside the vocabulary of %d", t, c.Vocab)
+		}
+		s.m.Weights.Output.DequantizeRow(int(t), s.lensRow)
+		var dot float32
+		for i, v := range s.lensRow {
+			dot += v * s.lensNorm[i]
+		}
+		out[k] = dot
+	}
+	return nil
 }
