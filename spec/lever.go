@@ -53,9 +53,9 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	cm := g.Cost
 	vocab := d.m.Config.Vocab
 	base := cm.VerifyRows(1) + cm.Head(1)
-	expect := 1.0                        // E: the bonus token is always produced
-	total := cm.Draft(d.catchup) + base  // T
-	eps := max(1e-3*base, 1e-7)          // book-keeping per row, so free rows are not infinitely attractive
+	expect := 1.0                       // E: the bonus token is always produced
+	total := cm.Draft(d.catchup) + base // T
+	eps := max(1e-3*base, 1e-7)         // book-keeping per row, so free rows are not infinitely attractive
 	rate := func() float64 { return expect / total }
 	rowCost := func(rows int) float64 { return cm.VerifyRows(rows+1) - cm.VerifyRows(rows) + eps }
 
