@@ -164,6 +164,13 @@ func Measure(target, draft *model.Model, modelPath string, o Options) (*Model, e
 		}
 		m.DiskBps, m.Direct = r.Bps, r.Direct
 	}
+	// A bigger batch never costs less: smooth out timing noise so that
+	// marginal costs are never negative.
+	for _, xs := range [][]float64{m.TargetLayer, m.TargetHead, m.DraftPass} {
+		for i := 1; i < len(xs); i++ {
+			xs[i] = max(xs[i], xs[i-1])
+		}
+	}
 	m.Took = time.Since(t0)
 	return m, m.Validate()
 }

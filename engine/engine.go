@@ -35,6 +35,15 @@ type Engine struct {
 	estMu          sync.Mutex
 	ngramEstimates *spec.Estimates
 	LoadTime       time.Duration
+
+	// Path is the target's file (calibrations are stored beside it).
+	Path string
+	// StreamedLayers is how many target layers each pass reads from
+	// storage under the DRAM budget (0: all resident); Lever mode's cost
+	// model charges their reads.
+	StreamedLayers int
+	leverMu        sync.Mutex
+	lever          *LeverSetup
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -53,7 +62,7 @@ func Load(path string, threads int) (*Engine, error) {
 		m.Close()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens but token_embd.weight has %d rows", path, tok.VocabSize(), m.Config.Vocab)
 	}
-	return &Engine{Model: m, Tok: tok, LoadTime: time.Since(t0)}, nil
+	return &Engine{Model: m, Tok: tok, LoadTime: time.Since(t0), Path: path}, nil
 }
 
 // Close releases the models.

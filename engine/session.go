@@ -61,7 +61,7 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if len(prompt) >= n {
 		return nil, fmt.Errorf("engine: %w: %d tokens, context is %d", ErrPromptTooLong, len(prompt), n)
 	}
-	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM) {
+	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM || r.Spec.Mode == spec.Lever) {
 		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
 	}
 	spare := 0
@@ -70,6 +70,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	}
 	if r.Spec.Governor != nil {
 		spare = 64 + 1 // room for verify batches widened by n-gram filling
+	}
+	if r.Spec.Mode == spec.Lever {
+		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
 	}
 	s, err := e.Model.NewState(n + spare)
 	if err != nil {
@@ -85,6 +88,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	cfg := r.Spec
 	if cfg.Estimates == nil {
 		cfg.Estimates = e.estimates()
+	}
+	if err := e.applyLever(&cfg); err != nil {
+		return nil, err
 	}
 	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"shade/spec"
 	"strconv"
 
 	shadelib "shade"
@@ -45,6 +46,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer e.Close()
+	if cfg.Mode == spec.Lever {
+		if _, err := e.Lever(stderr); err != nil {
+			return err
+		}
+	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger}
 	if *template != "" {
