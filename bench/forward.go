@@ -7,6 +7,7 @@ import (
 
 	"shade/model"
 	"shade/quant"
+	"shade/weights"
 )
 
 // Options configure Run.
@@ -17,6 +18,11 @@ type Options struct {
 	Prefix        int   // tokens in the cache before each measurement
 	BandwidthSize int64 // bytes of the bandwidth probe's buffer
 	SkipBandwidth bool
+	// Stream, if set, is the streamer serving the model's layers: the
+	// decode measurement then reports streaming against the storage's
+	// O_DIRECT bandwidth, read over DiskBytes of the model file (≤ 0: 512 MiB).
+	Stream    *weights.Streamer
+	DiskBytes int64
 	// Progress, if set, is told what is being measured.
 	Progress func(what string)
 }
@@ -49,6 +55,7 @@ type Report struct {
 	RooflineTokS  float64         `json:"roofline_tok_per_s"`
 	RooflineFrac  float64         `json:"roofline_fraction"`
 	Forward       []ForwardResult `json:"forward"`
+	Stream        *StreamReport   `json:"stream,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -66,6 +73,9 @@ func (o *Options) defaults() {
 	}
 	if o.BandwidthSize <= 0 {
 		o.BandwidthSize = 1 << 30
+	}
+	if o.DiskBytes <= 0 {
+		o.DiskBytes = 512 << 20
 	}
 }
 
@@ -130,6 +140,10 @@ func Run(m *model.Model, o Options) (Report, error) {
 	say("decode: %d tokens × %d", o.DecodeTokens, o.Reps)
 	var perToken []float64
 	one := []int32{0}
+	if o.Stream != nil {
+		say("disk: O_DIRECT reads of %s", m.File.Path)
+	}
+	probe := startStream(&o, m.File.Path, int64(m.File.DataOffset))
 	for range o.Reps {
 		s.Truncate(o.Prefix)
 		for _, t := range tokens(o.DecodeTokens) {
@@ -145,10 +159,19 @@ func Run(m *model.Model, o Options) (Report, error) {
 				return r, err
 			}
 			perToken = append(perToken, time.Since(t0).Seconds())
+			if probe != nil {
+				probe.wall += time.Since(t0)
+			}
 		}
 	}
 	r.DecodeTokPerS = 1 / median(perToken)
 	r.DecodeGBps = r.DecodeTokPerS * float64(r.BytesPerToken) / 1e9
+	if probe != nil {
+		say("disk: O_DIRECT reads again")
+		if r.Stream, err = probe.finish(m.File.Path, int64(m.File.DataOffset), r.DecodeTokPerS); err != nil {
+			return r, err
+		}
+	}
 
 	// Batched forward passes after the prefix, rolled back after each.
 	var oneRow float64

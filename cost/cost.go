@@ -30,6 +30,9 @@ type Model struct {
 	// storage. It depends on the DRAM budget of the run, not on the device,
 	// so it is set by the caller and not stored.
 	StreamedLayers int `json:"-"`
+	// Streamed, if set (one per layer), says which layers stream; else
+	// they are the last StreamedLayers.
+	Streamed []bool `json:"-"`
 	// StreamBps, when set, replaces DiskBps: the streamer's own measured
 	// read rate during this run.
 	StreamBps float64 `json:"-"`
@@ -137,6 +140,7 @@ func (m *Model) LayerIO() float64 {
 func (m *Model) Verify(b, kept, pruneAt int) float64 {
 	pruneAt = min(max(pruneAt, 0), m.Layers)
 	resident := m.Layers - min(m.StreamedLayers, m.Layers)
+	placed := len(m.Streamed) == m.Layers
 	io := m.LayerIO()
 	var t float64
 	for l := range m.Layers {
@@ -145,7 +149,7 @@ func (m *Model) Verify(b, kept, pruneAt int) float64 {
 			rows = kept
 		}
 		c := m.Layer(rows)
-		if l >= resident {
+		if (placed && m.Streamed[l]) || (!placed && l >= resident) {
 			c = max(c, io)
 		}
 		t += c
@@ -178,6 +182,6 @@ func (m *Model) Summary() string {
 
 func (m *Model) allResident(b int) float64 {
 	c := *m
-	c.StreamedLayers = 0
+	c.StreamedLayers, c.Streamed = 0, nil
 	return c.VerifyRows(b)
 }

@@ -18,6 +18,7 @@ import (
 	"shade/sample"
 	"shade/spec"
 	"shade/tokenizer"
+	"shade/weights"
 )
 
 // Engine is a loaded model with its tokenizer.
@@ -32,18 +33,21 @@ type Engine struct {
 	// costs with this target and draft; requests share it.
 	SpecEstimates *spec.Estimates
 
+	// Stream streams the target's layers that do not fit the DRAM budget
+	// (SetDRAMBudget); nil when every layer is resident.
+	Stream *weights.Streamer
+	// DRAMPlan is the plan of the last SetDRAMBudget; nil without one.
+	DRAMPlan *weights.Plan
+
 	estMu          sync.Mutex
 	ngramEstimates *spec.Estimates
 	LoadTime       time.Duration
-
 	// Path is the target's file (calibrations are stored beside it).
-	Path string
-	// StreamedLayers is how many target layers each pass reads from
-	// storage under the DRAM budget (0: all resident); Lever mode's cost
-	// model charges their reads.
-	StreamedLayers int
+	Path           string
 	leverMu        sync.Mutex
 	lever          *LeverSetup
+	budget         int64
+	budgetOpts     weights.Options
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -67,6 +71,10 @@ func Load(path string, threads int) (*Engine, error) {
 
 // Close releases the models.
 func (e *Engine) Close() error {
+	if e.Stream != nil {
+		e.Stream.Close()
+		e.Stream = nil
+	}
 	if e.Draft != nil {
 		e.Draft.File.Close() // its pool is the target's
 	}
@@ -104,6 +112,11 @@ func (e *Engine) LoadDraft(path string) error {
 	e.Draft = m
 	e.DraftRanks = new(spec.RankStats)
 	e.SpecEstimates = spec.NewEstimates()
+	if e.DRAMPlan != nil { // the draft's bytes now count against the budget
+		if _, err := e.SetDRAMBudget(e.budget, e.budgetOpts); err != nil {
+			return fmt.Errorf("draft %s: planning the DRAM budget again: %w", path, err)
+		}
+	}
 	return nil
 }
 
@@ -165,19 +178,22 @@ const (
 
 // Stats describes a finished generation.
 type Stats struct {
-	PromptTokens    int           `json:"prompt_tokens"`
-	PromptDuration  time.Duration `json:"prompt_ns"`
-	PromptTPS       float64       `json:"prompt_tokens_per_s"`
-	GenTokens       int           `json:"generated_tokens"`
-	GenDuration     time.Duration `json:"generate_ns"`
-	GenTPS          float64       `json:"generated_tokens_per_s"`
-	LoadDuration    time.Duration `json:"load_ns"`
-	ResidentBytes   int64         `json:"resident_bytes"`
-	StopReason      string        `json:"stop_reason"` // "eos", "length", "context", "canceled"
-	Spec            *spec.Stats   `json:"spec,omitempty"`
-	Tokens          []int32       `json:"-"`
-	PromptTokenIDs  []int32       `json:"-"`
-	ContextCapacity int           `json:"context"`
+	PromptTokens   int           `json:"prompt_tokens"`
+	PromptDuration time.Duration `json:"prompt_ns"`
+	PromptTPS      float64       `json:"prompt_tokens_per_s"`
+	GenTokens      int           `json:"generated_tokens"`
+	GenDuration    time.Duration `json:"generate_ns"`
+	GenTPS         float64       `json:"generated_tokens_per_s"`
+	LoadDuration   time.Duration `json:"load_ns"`
+	ResidentBytes  int64         `json:"resident_bytes"`
+	StopReason     string        `json:"stop_reason"` // "eos", "length", "context", "canceled"
+	Spec           *spec.Stats   `json:"spec,omitempty"`
+	// Stream is what the weight streamer did during the generation (with
+	// sessions interleaved, theirs too); nil when every layer is resident.
+	Stream          *weights.Stats `json:"stream,omitempty"`
+	Tokens          []int32        `json:"-"`
+	PromptTokenIDs  []int32        `json:"-"`
+	ContextCapacity int            `json:"context"`
 }
 
 // ErrPromptTooLong is wrapped when a prompt does not fit the context.

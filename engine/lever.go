@@ -59,7 +59,6 @@ func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
 		}
 		ls.Cost, ls.CostSource = m, "measured at start-up"
 	}
-	ls.Cost.StreamedLayers = e.StreamedLayers
 	ls.PrunerNote = "none stored (shade calibrate --pruner)"
 	if e.Path != "" {
 		var p spec.Pruner
@@ -94,10 +93,33 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 	}
 	if cfg.Cost == nil {
 		c := *ls.Cost
+		e.streamedCost(&c)
 		cfg.Cost = &c
 	}
 	if cfg.Pruner == nil && !cfg.NoPrune {
 		cfg.Pruner = ls.Pruner
 	}
 	return nil
+}
+
+// streamedCost tells a cost model which target layers stream under the
+// engine's DRAM budget now, and the streamer's own read rate once it has
+// read enough to measure it.
+func (e *Engine) streamedCost(c *cost.Model) {
+	c.StreamedLayers, c.Streamed, c.StreamBps = 0, nil, 0
+	if e.DRAMPlan == nil || len(e.DRAMPlan.Streamed) == 0 {
+		return
+	}
+	c.StreamedLayers = len(e.DRAMPlan.Streamed)
+	c.Streamed = make([]bool, c.Layers)
+	for _, l := range e.DRAMPlan.Streamed {
+		if l >= 0 && l < c.Layers {
+			c.Streamed[l] = true
+		}
+	}
+	if e.Stream != nil {
+		if st := e.Stream.Stats(); st.BytesRead >= 256<<20 && st.ReadGBps > 0 {
+			c.StreamBps = st.ReadGBps * 1e9
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"shade/sample"
 	"shade/spec"
 	"shade/tokenizer"
+	"shade/weights"
 )
 
 // Session is one generation run step by step, for callers that interleave
@@ -31,7 +32,8 @@ type Session struct {
 	st      Stats
 	started bool
 	done    bool
-	genTime time.Duration // decode time spent in Step, excluding pauses
+	genTime time.Duration  // decode time spent in Step, excluding pauses
+	stream0 *weights.Stats // the streamer's counters when the session began
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -100,7 +102,7 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 		dec.Prefill = r.PrefillSize
 	}
 	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
-		detok: tokenizer.NewDecoder(e.Tok)}
+		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats()}
 	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt}
 	return ss, nil
 }
@@ -206,6 +208,7 @@ func (s *Session) finish() {
 	s.st.ResidentBytes = ResidentBytes()
 	ss := s.dec.Stats()
 	s.st.Spec = &ss
+	s.st.Stream = s.streamSince()
 	s.state, s.dec, s.sampler = nil, nil, nil
 }
 
@@ -225,6 +228,17 @@ func (s *Session) Stats() Stats {
 	if !s.done {
 		st.GenDuration = s.genTime
 		st.GenTPS = rate(st.GenTokens, st.GenDuration)
+		st.Stream = s.streamSince()
 	}
 	return st
+}
+
+// streamSince is what the streamer did since the session began.
+func (s *Session) streamSince() *weights.Stats {
+	now := s.e.streamStats()
+	if now == nil || s.stream0 == nil {
+		return now
+	}
+	d := now.Since(*s.stream0)
+	return &d
 }

@@ -21,7 +21,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "spec" {
 		return cmdBenchSpec(ctx, args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)", stderr)
+	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)", stderr)
 	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
@@ -29,6 +29,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	decode := fs.Int("decode-tokens", 8, "decode steps timed per repetition")
 	bwMiB := fs.Int("bw-mib", 1024, "size of the bandwidth probe's buffer in MiB")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	bf := addBudgetFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -36,6 +37,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if err := bf.check(); err != nil {
+		return err
 	}
 	var sizes []int
 	for _, f := range strings.Split(*batches, ",") {
@@ -56,8 +60,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
+	stream, err := bf.applyModel(m, stderr)
+	if err != nil {
+		return err
+	}
+	if stream != nil {
+		defer stream.Close()
+	}
 	rep, err := bench.Run(m, bench.Options{
-		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20,
+		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20, Stream: stream,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) },
 	})
 	if err != nil {
@@ -91,6 +102,7 @@ func printBench(w io.Writer, r *bench.Report) {
 	for _, f := range r.Forward {
 		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×          %7.1f   %5.1f%%\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne, f.GMACs, 100*f.PeakFrac)
 	}
+	printStreamBench(w, r)
 }
 
 // benchModel returns the cached Llama-3.2-1B-shape Q4_0 model, writing it

@@ -18,7 +18,7 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--threads N] [--json]", stderr)
+	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--threads N] [--json]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
@@ -35,6 +35,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print the stats line as JSON")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-text tokens")
 	sf := addSpecFlags(fs, true)
+	bf := addBudgetFlags(fs)
 	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
@@ -73,15 +74,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	mode := specCfg.Mode
+	if err := bf.check(); err != nil {
+		return err
+	}
 	e, err := loadEngine(path, *sf.draft, *threads)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	// Lever's cost model is measured (if not stored) before layers stream,
+	// so its compute timings are not I/O.
 	if mode == spec.Lever {
 		if _, err := e.Lever(stderr); err != nil {
 			return err
 		}
+	}
+	if err := bf.apply(e, stderr); err != nil {
+		return err
 	}
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
@@ -106,6 +115,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	printRunStats(stderr, st, *seed, *asJSON)
+	if !*asJSON {
+		printStreamStats(stderr, st)
+	}
 	if *showStats || ar != nil {
 		printSpecStats(stderr, st, ar, mode)
 	}

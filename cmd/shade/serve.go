@@ -16,9 +16,10 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
+	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
 	sf := addSpecFlags(fs, true)
+	bf := addBudgetFlags(fs)
 	host := fs.String("host", "127.0.0.1", "address to listen on (only loopback is safe without --api-key)")
 	port := fs.Int("port", 8080, "TCP port (0: any free port, printed on stderr)")
 	apiKey := fs.String("api-key", os.Getenv("SHADE_API_KEY"), "require \"Authorization: Bearer KEY\" (default: $SHADE_API_KEY)")
@@ -41,15 +42,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := bf.check(); err != nil {
+		return err
+	}
 	e, err := loadEngine(*modelPath, *sf.draft, *threads)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	// Lever's cost model is measured (if not stored) before layers stream,
+	// so its compute timings are not I/O.
 	if cfg.Mode == spec.Lever {
 		if _, err := e.Lever(stderr); err != nil {
 			return err
 		}
+	}
+	if err := bf.apply(e, stderr); err != nil {
+		return err
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+
+	"shade/bench"
+	"shade/engine"
+	"shade/model"
+	"shade/weights"
+)
+
+// budgetFlags are the DRAM-budget flags that run, serve and bench share.
+type budgetFlags struct {
+	budget    *string
+	readAhead *int
+	layout    *string
+}
+
+func addBudgetFlags(fs *flag.FlagSet) *budgetFlags {
+	return &budgetFlags{
+		budget: fs.String("dram-budget", "", "keep at most this much of the weights in DRAM: a `percentage` of the target model's weight bytes (40%) "+
+			"or a size (2GiB, 512MiB, 1.5GB, bytes). The draft, the target's embedding, head and norms and as many target layers as fit stay resident; "+
+			"the other layers are read from the model file with O_DIRECT for every forward pass (default: everything resident)"),
+		readAhead: fs.Int("read-ahead", weights.DefaultReadAhead, "with --dram-budget: streamed layers read ahead of the one computing (0: each read when needed)"),
+		layout:    fs.String("stream-layout", "spread", "with --dram-budget: which layers stream: spread (evenly among the resident ones, so reads hide behind their compute) or tail (the last ones; for comparison)"),
+	}
+}
+
+// check validates the flags before anything is loaded.
+func (b *budgetFlags) check() error {
+	if *b.readAhead < 0 || *b.readAhead > 64 {
+		return fmt.Errorf("--read-ahead must be in [0, 64]")
+	}
+	if _, err := weights.ParseLayout(*b.layout); err != nil {
+		return fmt.Errorf("--stream-layout: %w", err)
+	}
+	if *b.budget != "" {
+		if _, err := weights.ParseBudget(*b.budget, math.MaxInt32); err != nil {
+			return fmt.Errorf("--dram-budget: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *budgetFlags) options(stderr io.Writer) weights.Options {
+	layout, _ := weights.ParseLayout(*b.layout) // checked by check
+	return weights.Options{ReadAhead: *b.readAhead, Layout: layout, Warn: func(s string) { fmt.Fprintf(stderr, "shade: warning: %s\n", s) }}
+}
+
+// apply sets the budget on a loaded engine (after its draft) and says on
+// stderr what stays resident and what streams.
+func (b *budgetFlags) apply(e *engine.Engine, stderr io.Writer) error {
+	if err := b.check(); err != nil || *b.budget == "" {
+		return err
+	}
+	n, err := weights.ParseBudget(*b.budget, e.Model.WeightBytes())
+	if err != nil {
+		return fmt.Errorf("--dram-budget: %w", err)
+	}
+	plan, err := e.SetDRAMBudget(n, b.options(stderr))
+	if err != nil {
+		return err
+	}
+	reportPlan(stderr, &plan)
+	return nil
+}
+
+// applyModel streams a bare model's layers over the budget (shade bench).
+// The streamer is nil when everything fits.
+func (b *budgetFlags) applyModel(m *model.Model, stderr io.Writer) (*weights.Streamer, error) {
+	if err := b.check(); err != nil || *b.budget == "" {
+		return nil, err
+	}
+	n, err := weights.ParseBudget(*b.budget, m.WeightBytes())
+	if err != nil {
+		return nil, fmt.Errorf("--dram-budget: %w", err)
+	}
+	plan, st, err := weights.Apply(m, 0, n, b.options(stderr))
+	if err != nil {
+		return nil, err
+	}
+	reportPlan(stderr, &plan)
+	return st, nil
+}
+
+func reportPlan(w io.Writer, p *weights.Plan) {
+	fmt.Fprintf(w, "shade: %s\n", p.String())
+	if msg := p.Warning(); msg != "" {
+		fmt.Fprintf(w, "shade: warning: %s\n", msg)
+	}
+}
+
+// printStreamStats is the stream line of run's stats.
+func printStreamStats(w io.Writer, st engine.Stats) {
+	s := st.Stream
+	if s == nil {
+		return
+	}
+	perToken := 0.0
+	if st.GenTokens > 0 {
+		perToken = float64(s.BytesRead) / float64(st.GenTokens)
+	}
+	direct := "O_DIRECT"
+	if !s.Direct {
+		direct = "page cache"
+	}
+	fmt.Fprintf(w, "stream: %d of %d layers streamed (%s per pass, %s), %s read in %d passes = %s per generated token | I/O wait %.0f%% of layer time | reads %.2f GB/s | resident %s planned, process %s, buffers %s\n",
+		len(s.StreamedLayers), s.Layers, weights.Human(s.StreamedBytesPerPass), direct, weights.Human(s.BytesRead), s.Passes,
+		weights.Human(int64(perToken)), 100*s.IOShare, s.ReadGBps, weights.Human(s.PlannedResidentBytes),
+		weights.Human(s.ProcessResidentBytes), weights.Human(s.BufferBytes))
+	if s.ReadErrors > 0 {
+		fmt.Fprintf(w, "stream: %d read errors\n", s.ReadErrors)
+	}
+}
+
+// printStreamBench is shade bench's streaming section.
+func printStreamBench(w io.Writer, r *bench.Report) {
+	s := r.Stream
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "stream      %d of %d layers streamed, %s per token; I/O wait %.0f%% of layer time\n",
+		len(s.Plan.Streamed), s.Plan.Layers, weights.Human(s.BytesPerToken), 100*s.IOShare)
+	direct := "O_DIRECT"
+	if !s.Disk.Direct {
+		direct = "page cache (no O_DIRECT here)"
+	}
+	fmt.Fprintf(w, "            pipeline %.2f GB/s while reading (%.2f GB/s over decode) = %.0f%% of the disk's %.2f GB/s (%s, %d readers)\n",
+		s.PipelineGBps, s.WallGBps, 100*s.DiskFrac, s.Disk.GBps, direct, s.Disk.Readers)
+	fmt.Fprintf(w, "            decode %.2f tok/s = %.0f%% of the %.2f tok/s streaming roofline (disk GB/s ÷ streamed bytes per token)\n",
+		r.DecodeTokPerS, 100*s.RooflineFrac, s.RooflineTokS)
+}
