@@ -43,11 +43,11 @@ type Engine struct {
 	ngramEstimates *spec.Estimates
 	LoadTime       time.Duration
 	// Path is the target's file (calibrations are stored beside it).
-	Path           string
-	leverMu        sync.Mutex
-	lever          *LeverSetup
-	budget         int64
-	budgetOpts     weights.Options
+	Path       string
+	leverMu    sync.Mutex
+	lever      *LeverSetup
+	budget     int64
+	budgetOpts weights.Options
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
