@@ -229,7 +229,7 @@ func (d *ModelDrafter) addNode(t *Tree, c cand) int32 {
 	n := t.Add(c.tok, c.parent, c.q)
 	d.nodeRanks = append(d.nodeRanks, c.rank)
 	d.nodeQ = append(d.nodeQ, c.prob)
-	g := d.ranks.accept(c.prob)
+	g := d.ranks.accept(c.prob, c.rank)
 	if c.parent >= 0 {
 		g *= d.nodeGain[c.parent]
 	}
@@ -350,8 +350,9 @@ type RankStats struct {
 	mu                sync.Mutex
 	drafted, accepted [maxRanks]float64
 	// The same by the draft's probability of the node (probBins equal
-	// bins): how far the draft's confidence is from the target's verdict.
-	probDrafted, probAccepted [probBins]float64
+	// bins), apart for first-ranked children and the others: how far the
+	// draft's confidence is from the target's verdict.
+	probDrafted, probAccepted [2][probBins]float64
 	top                       float64 // running mean of the draft's top child probability
 	topN                      int
 }
@@ -385,13 +386,14 @@ func (st *RankStats) topProb() float64 {
 // accept is the estimated chance that a node the draft gave probability
 // q is accepted once its parent is: what was observed for drafts of that
 // confidence, with q itself as the prior.
-func (st *RankStats) accept(q float64) float64 {
+func (st *RankStats) accept(q float64, rank int) float64 {
 	q = min(max(q, 0), 1)
 	b := min(int(q*probBins), probBins-1)
+	r := min(rank, 1)
 	const weight = 4 // prior strength, in observations
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return (st.probAccepted[b] + weight*q) / (st.probDrafted[b] + weight)
+	return (st.probAccepted[r][b] + weight*q) / (st.probDrafted[r][b] + weight)
 }
 
 // nodeScore is the log of the estimated chance that a node of the given
@@ -426,9 +428,11 @@ func (d *ModelDrafter) observe(t *Tree, path []int32) {
 		st.drafted[i] *= 0.98
 		st.accepted[i] *= 0.98
 	}
-	for i := range st.probDrafted {
-		st.probDrafted[i] *= 0.99
-		st.probAccepted[i] *= 0.99
+	for r := range st.probDrafted {
+		for i := range st.probDrafted[r] {
+			st.probDrafted[r][i] *= 0.99
+			st.probAccepted[r][i] *= 0.99
+		}
 	}
 	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRanks); n++ {
 		if !reached[t.Parent[n]] {
@@ -437,10 +441,11 @@ func (d *ModelDrafter) observe(t *Tree, path []int32) {
 		r := min(d.nodeRanks[n], maxRanks-1)
 		st.drafted[r]++
 		b := min(int(d.nodeQ[n]*probBins), probBins-1)
-		st.probDrafted[b]++
+		pr := min(d.nodeRanks[n], 1)
+		st.probDrafted[pr][b]++
 		if kept[n] {
 			st.accepted[r]++
-			st.probAccepted[b]++
+			st.probAccepted[pr][b]++
 		}
 	}
 }

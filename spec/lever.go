@@ -106,7 +106,7 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 			}
 			return 0
 		})
-		childAccept := d.ranks.accept(d.ranks.topProb())
+		childAccept := d.ranks.accept(d.ranks.topProb(), 0)
 		k, pass := 0, 0.0
 		rows := t.Len()
 		for _, n := range toExpand {
@@ -162,7 +162,7 @@ func (d *ModelDrafter) pushChildren(p int32, logits []float32, width int) {
 		d.ranks.noteTop(d.cands[0].prob)
 	}
 	for _, c := range d.cands {
-		c.score = parentGain * d.ranks.accept(c.prob)
+		c.score = parentGain * d.ranks.accept(c.prob, c.rank)
 		heap.Push(&d.heap, c)
 	}
 }

@@ -21,7 +21,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "spec" {
 		return cmdBenchSpec(ctx, args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)", stderr)
+	if len(args) > 0 && args[0] == "flash" {
+		return cmdBenchFlash(ctx, args[1:], stdout, stderr)
+	}
+	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)\n       shade bench flash [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench flash -h)", stderr)
 	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
