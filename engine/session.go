@@ -32,8 +32,12 @@ type Session struct {
 	st      Stats
 	started bool
 	done    bool
-	genTime time.Duration  // decode time spent in Step, excluding pauses
-	stream0 *weights.Stats // the streamer's counters when the session began
+	genTime time.Duration // decode time spent in Step, excluding pauses
+	// stepStart is when the Step in progress began (zero between steps):
+	// a Step that finishes the session counts its own time in before the
+	// final stats are taken.
+	stepStart time.Time
+	stream0   *weights.Stats // the streamer's counters when the session began
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -143,7 +147,8 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 		return s.stopped(), nil
 	}
 	t0 := time.Now()
-	defer func() { s.genTime += time.Since(t0) }()
+	s.stepStart = t0
+	defer s.countStep()
 	if s.out, err = s.dec.Step(s.out[:0]); err != nil {
 		s.finish()
 		return true, err
@@ -203,6 +208,7 @@ func (s *Session) finish() {
 		return
 	}
 	s.done = true
+	s.countStep()
 	s.st.GenDuration = s.genTime
 	s.st.GenTPS = rate(s.st.GenTokens, s.st.GenDuration)
 	s.st.ResidentBytes = ResidentBytes()
@@ -241,4 +247,12 @@ func (s *Session) streamSince() *weights.Stats {
 	}
 	d := now.Since(*s.stream0)
 	return &d
+}
+
+// countStep adds the time of the Step in progress (if any) to genTime.
+func (s *Session) countStep() {
+	if !s.stepStart.IsZero() {
+		s.genTime += time.Since(s.stepStart)
+		s.stepStart = time.Time{}
+	}
 }

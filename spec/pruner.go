@@ -61,6 +61,11 @@ func (p *Pruner) Validate(layers int) error {
 			}
 		}
 	}
+	for _, sd := range p.Std {
+		if sd <= 0 {
+			return errors.New("spec: pruner has a non-positive feature scale")
+		}
+	}
 	if p.Layer < 1 || p.Layer >= layers {
 		return fmt.Errorf("spec: pruner layer %d outside [1, %d)", p.Layer, layers)
 	}
@@ -79,6 +84,9 @@ func (p *Pruner) Score(f []float64) float64 {
 	z := p.Bias
 	for i, w := range p.Weights {
 		z += w * (f[i] - p.Mean[i]) / p.Std[i]
+	}
+	if math.IsNaN(z) {
+		return 1 // garbage in: keep the node, never prune on it
 	}
 	return 1 / (1 + math.Exp(-z))
 }
