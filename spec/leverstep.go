@@ -74,7 +74,11 @@ func (d *Decoder) verifyForward(b model.Batch) error {
 	lv := &d.lv
 	lv.pruned = nil
 	lv.sampled = false
-	if d.cfg.Mode != Lever || lv.layer == 0 || d.tree.Len() == 0 {
+	if d.cfg.Mode != Lever {
+		return d.forward(b)
+	}
+	lv.mainPath(d)
+	if lv.layer == 0 || d.tree.Len() == 0 {
 		return d.forward(b)
 	}
 	layers := d.target.Model().Config.Layers
@@ -84,7 +88,6 @@ func (d *Decoder) verifyForward(b model.Batch) error {
 	if err := d.target.RunLayers(0, lv.layer, d.targetHook); err != nil {
 		return err
 	}
-	lv.mainPath(d)
 	if err := lv.features(d); err != nil {
 		return err
 	}
