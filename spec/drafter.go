@@ -383,9 +383,13 @@ func (st *RankStats) topProb() float64 {
 	return st.top
 }
 
-// accept is the estimated chance that a node the draft gave probability
-// q is accepted once its parent is: what was observed for drafts of that
-// confidence, with q itself as the prior.
+// accept is the estimated chance that a node of the given sibling rank,
+// to which the draft gave probability q, is accepted once its parent is:
+// what was observed for drafts of that confidence and rank (first or
+// not), starting from what was observed for the rank as a whole. A
+// draft's probabilities can be far from its agreement with the target
+// (a small draft over a large vocabulary is unsure and yet right), so the
+// draft's own q is only the prior of last resort.
 func (st *RankStats) accept(q float64, rank int) float64 {
 	q = min(max(q, 0), 1)
 	b := min(int(q*probBins), probBins-1)
@@ -393,7 +397,10 @@ func (st *RankStats) accept(q float64, rank int) float64 {
 	const weight = 4 // prior strength, in observations
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return (st.probAccepted[r][b] + weight*q) / (st.probDrafted[r][b] + weight)
+	rk := min(rank, maxRanks-1)
+	w := st.drafted[rk] / (st.drafted[rk] + 2*weight)
+	prior := w*(st.accepted[rk]/max(st.drafted[rk], 1e-9)) + (1-w)*q
+	return (st.probAccepted[r][b] + weight*prior) / (st.probDrafted[r][b] + weight)
 }
 
 // nodeScore is the log of the estimated chance that a node of the given
