@@ -2,9 +2,10 @@
 // long a draft pass takes for a batch of b rows, how long one target layer
 // takes to compute over b rows, how long the target's LM head takes per
 // row, and how long reading one streamed target layer from storage takes.
-// It measures them (Measure, MeasureDisk) and answers what a step of a given
-// shape will cost (DraftPass, Verify, Head); the gain-cost tree builder in
-// package spec spends its rows by it. It does not stream weights itself or
+// It measures them (Measure, reading storage the way package weights'
+// streamer does) and answers what a step of a given shape will cost (Draft,
+// Verify, Head); the gain-cost tree builder in package spec spends its rows
+// by it. It does not stream weights itself or
 // decide what is resident: the engine tells it how many layers are streamed.
 package cost
 

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"shade/model"
 )
@@ -104,30 +103,12 @@ func TestMeasure(t *testing.T) {
 	if len(m.TargetLayer) != 3 || m.Draft(1) <= 0 || m.Layer(16) <= 0 || m.Head(4) <= 0 || m.Layers != target.Config.Layers {
 		t.Errorf("implausible measurement: %+v", m)
 	}
-	if m.DiskBps <= 0 {
-		t.Error("no storage read rate")
+	// stories260K is smaller than one of the streamer's reads: its rate
+	// stays unknown rather than being made up.
+	if m.DiskBps != 0 {
+		t.Errorf("storage rate %v from a file smaller than one read", m.DiskBps)
 	}
 	if _, err := Measure(target, nil, "", Options{Batches: []int{0, 2}}); err == nil {
 		t.Error("batch size 0 accepted")
-	}
-}
-
-func TestMeasureDisk(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, make([]byte, 3<<20+123), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := MeasureDisk(path, 32<<20, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Bytes <= 0 || r.Bps <= 0 {
-		t.Errorf("%+v", r)
-	}
-	if _, err := MeasureDisk(t.TempDir(), 1, time.Second); err == nil {
-		t.Error("a directory accepted")
-	}
-	if _, err := MeasureDisk(filepath.Join(t.TempDir(), "none"), 1, time.Second); err == nil {
-		t.Error("a missing file accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"shade/model"
 	"shade/quant"
+	"shade/weights"
 )
 
 // Options bound a measurement.
@@ -14,17 +15,16 @@ type Options struct {
 	Batches []int // batch sizes (default 1, 2, 4, …, 64)
 	Layers  int   // target layers timed per pass (default 2): a few representative ones, not all
 	Reps    int   // repetitions, the fastest kept (default 2)
-	// DiskBytes and DiskTime bound the storage read probe (defaults 256
-	// MiB and 0.5 s); DiskBytes < 0 skips it.
+	// DiskBytes bounds the storage read probe (default 512 MiB); < 0
+	// skips it.
 	DiskBytes int64
-	DiskTime  time.Duration
 	Progress  func(what string)
 }
 
 // Quick are the options of the measurement an engine makes at start-up
 // when no calibrated cost model is stored: about a second on a 1B model.
 func Quick() Options {
-	return Options{Batches: []int{1, 2, 4, 8, 16, 32, 64}, Layers: 1, Reps: 1, DiskBytes: 64 << 20, DiskTime: 200 * time.Millisecond}
+	return Options{Batches: []int{1, 2, 4, 8, 16, 32, 64}, Layers: 1, Reps: 1, DiskBytes: 128 << 20}
 }
 
 func (o *Options) defaults() {
@@ -38,10 +38,7 @@ func (o *Options) defaults() {
 		o.Reps = 2
 	}
 	if o.DiskBytes == 0 {
-		o.DiskBytes = 256 << 20
-	}
-	if o.DiskTime <= 0 {
-		o.DiskTime = 500 * time.Millisecond
+		o.DiskBytes = 512 << 20
 	}
 }
 
@@ -157,12 +154,14 @@ func Measure(target, draft *model.Model, modelPath string, o Options) (*Model, e
 	}
 
 	if modelPath != "" && o.DiskBytes > 0 {
+		// The streamer's own way of reading (package weights): O_DIRECT,
+		// large aligned reads, two readers. A file too small for one read
+		// leaves the rate unknown: nothing of it would stream anyway.
 		progress("storage: reading %s", modelPath)
-		r, err := MeasureDisk(modelPath, o.DiskBytes, o.DiskTime)
-		if err != nil {
-			return nil, err
+		r, err := weights.MeasureDisk(modelPath, weights.DiskOptions{Offset: int64(target.File.DataOffset), Bytes: o.DiskBytes, Readers: []int{2}, Reps: 1})
+		if err == nil {
+			m.DiskBps, m.Direct = r.GBps*1e9, r.Direct
 		}
-		m.DiskBps, m.Direct = r.Bps, r.Direct
 	}
 	// A bigger batch never costs less: smooth out timing noise so that
 	// marginal costs are never negative.
