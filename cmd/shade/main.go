@@ -1,6 +1,6 @@
 // Command shade runs Llama-family GGUF models on the CPU. Subcommands: run,
-// inspect, synth, perplexity, bench (and bench spec), serve, chat, pull,
-// calibrate.
+// inspect, synth, perplexity, bench (and bench spec, bench flash), serve,
+// chat, pull, calibrate.
 // `shade help` lists them; `shade CMD -h` gives each one's flags.
 package main
 
