@@ -21,7 +21,11 @@ type SpecOptions struct {
 	DraftMax  int
 	TreeWidth int
 	TreeDepth int
-	Progress  func(what string)
+	// Base, if set, carries the other speculation settings (lever's
+	// switches, say) every mode runs with; Mode, DraftMax, TreeWidth and
+	// TreeDepth are set from the fields above.
+	Base     spec.Config
+	Progress func(what string)
 }
 
 // DefaultPrompts cover the seed papers' task kinds: story, math, code, chat.
@@ -97,7 +101,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 	rep := SpecReport{Prompts: len(o.Prompts), Tokens: o.Tokens}
 	var modes []spec.Mode
 	for _, m := range o.Modes {
-		if e.Draft == nil && (m == spec.Chain || m == spec.TreeM) {
+		if e.Draft == nil && (m == spec.Chain || m == spec.TreeM || m == spec.Lever) {
 			continue
 		}
 		modes = append(modes, m)
@@ -116,9 +120,10 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		}
 		var reference []int32
 		for j, mode := range modes {
+			cfg := o.Base
+			cfg.Mode, cfg.DraftMax, cfg.TreeWidth, cfg.TreeDepth = mode, o.DraftMax, o.TreeWidth, o.TreeDepth
 			st, err := e.Generate(ctx, engine.Request{
-				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true,
-				Spec: spec.Config{Mode: mode, DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth},
+				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg,
 			}, func(string) error { return nil })
 			if err != nil {
 				return rep, fmt.Errorf("bench spec: %v: %w", mode, err)

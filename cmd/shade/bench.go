@@ -139,9 +139,9 @@ func benchModel(stderr io.Writer) (string, error) {
 }
 
 func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--modes off,chain,tree,ngram,auto] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
+	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--modes off,chain,tree,ngram,auto,lever] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
 	modelPath := fs.String("m", "", "target model `file`")
-	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare; off (plain decoding) always runs first as the baseline")
+	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare (off, chain, tree, ngram, auto, lever); off (plain decoding) always runs first as the baseline")
 	n := fs.Int("n", 64, "tokens generated per prompt")
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: five built-in prompts: story, math, code, chat)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
@@ -179,7 +179,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer e.Close()
 	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n,
-		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth,
+		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth, Base: specCfg,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
 	if err != nil {
 		return err
