@@ -27,6 +27,10 @@ type FlashOptions struct {
 	Layout                         weights.Layout
 	DiskBytes                      int64 // bytes of each disk probe (default 512 MiB)
 	Progress                       func(what string)
+	// Results, if set, receives each budget's results as soon as they
+	// are measured (ablation true for the ablation's): a long run shows
+	// its table as it goes.
+	Results func(rs []FlashResult, ablation bool)
 }
 
 // FlashResult is one configuration's outcome over all prompts.
@@ -137,6 +141,9 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 			return rep, err
 		}
 		rep.Results = append(rep.Results, res...)
+		if o.Results != nil {
+			o.Results(res, false)
+		}
 	}
 	if o.AblationBudget > 0 {
 		abl := []flashMode{
@@ -149,6 +156,9 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 		}
 		if rep.Ablation, err = runFlashBudget(ctx, e, o, o.AblationBudget, abl, progress); err != nil {
 			return rep, err
+		}
+		if o.Results != nil {
+			o.Results(rep.Ablation, true)
 		}
 	}
 	progress("disk: O_DIRECT read bandwidth again")

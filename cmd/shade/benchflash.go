@@ -81,9 +81,27 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	} else if *ablation == 0 {
 		abl = 1e-9 // 0%: every layer streamed, not "no ablation"
 	}
-	rep, err := bench.RunFlash(ctx, e, bench.FlashOptions{Budgets: shares, AblationBudget: abl, Prompts: prompts, Tokens: *n,
+	o := bench.FlashOptions{Budgets: shares, AblationBudget: abl, Prompts: prompts, Tokens: *n,
 		DraftMax: *draftMax, TreeWidth: *treeWidth, TreeDepth: *draftMax, ReadAhead: *readAhead, Layout: lay,
-		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
+		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }}
+	if !*asJSON {
+		// The table as it is measured: a full run takes an hour on the 8B shape.
+		np := len(prompts)
+		if np == 0 {
+			np = 3 // RunFlash's built-in prompts
+		}
+		fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", target, draft, np, *n)
+		fmt.Fprintln(stdout, flashHeader)
+		o.Results = func(rs []bench.FlashResult, ablation bool) {
+			if ablation {
+				fmt.Fprintf(stdout, "ablation at %.0f%%:\n%s\n", 100*rs[0].Budget, flashHeader)
+			}
+			for _, x := range rs {
+				printFlashRow(stdout, x)
+			}
+		}
+	}
+	rep, err := bench.RunFlash(ctx, e, o)
 	if err != nil {
 		return err
 	}
@@ -106,44 +124,40 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printFlash(stdout, &rep, target, draft)
+	printFlash(stdout, &rep)
 	if *svgPath != "" {
 		fmt.Fprintf(stdout, "plot: %s\n", *svgPath)
 	}
 	return nil
 }
 
-func printFlash(w io.Writer, r *bench.FlashReport, target, draft string) {
-	fmt.Fprintf(w, "%s (%d layers) with draft %s: %d prompts × %d tokens, greedy\n", target, r.Layers, draft, r.Prompts, r.Tokens)
+const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  same"
+
+func printFlashRow(w io.Writer, x bench.FlashResult) {
+	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %v\n",
+		100*x.Budget, x.Streamed, x.Mode, x.TokPerS, x.Speedup, weights.Human(int64(x.BytesPerToken)), 100*x.IOShare, x.ReadGBps,
+		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, x.Lossless)
+}
+
+// printFlash ends the table: calibrations used, the disk, and the bars.
+func printFlash(w io.Writer, r *bench.FlashReport) {
 	fmt.Fprintf(w, "cost model: %s; pruning predictor: %s\n", r.Cost, r.Pruner)
-	direct := "O_DIRECT"
-	if !r.Disk.Direct {
-		direct = "page cache: no O_DIRECT here"
-	}
 	if r.DiskNote != "" {
 		fmt.Fprintf(w, "disk: not measured (%s)\n", r.DiskNote)
 	} else {
-		fmt.Fprintf(w, "disk: %.2f GB/s (%s, %d readers, measured before and after in this run)\n", r.Disk.GBps, direct, r.Disk.Readers)
-	}
-	header := "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  of disk  accept  tok/step  nodes  pruned  head rows  same"
-	row := func(x bench.FlashResult) {
-		of := 0.0
+		direct := "O_DIRECT"
+		if !r.Disk.Direct {
+			direct = "page cache: no O_DIRECT here"
+		}
+		fmt.Fprintf(w, "disk: %.2f GB/s (%s, %d readers, measured before and after in this run)", r.Disk.GBps, direct, r.Disk.Readers)
+		var best float64
+		for _, x := range append(append([]bench.FlashResult(nil), r.Results...), r.Ablation...) {
+			best = max(best, x.ReadGBps)
+		}
 		if r.Disk.GBps > 0 {
-			of = x.ReadGBps / r.Disk.GBps
+			fmt.Fprintf(w, "; the pipeline read at up to %.2f GB/s = %.0f%% of it", best, 100*best/r.Disk.GBps)
 		}
-		fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.0f%%  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %v\n",
-			100*x.Budget, x.Streamed, x.Mode, x.TokPerS, x.Speedup, weights.Human(int64(x.BytesPerToken)), 100*x.IOShare, x.ReadGBps, 100*of,
-			x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, x.Lossless)
-	}
-	fmt.Fprintln(w, header)
-	for _, x := range r.Results {
-		row(x)
-	}
-	if len(r.Ablation) > 0 {
-		fmt.Fprintf(w, "ablation at %.0f%%:\n%s\n", 100*r.Ablation[0].Budget, header)
-		for _, x := range r.Ablation {
-			row(x)
-		}
+		fmt.Fprintln(w)
 	}
 	// The bars, at 50% where it was run.
 	var ar, chain, lever float64
