@@ -362,6 +362,7 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	}
 	if d.cfg.Mode == Lever {
 		d.lv.afterStep(d, path, bonus)
+		d.lv.observeOverhead(d, n, time.Since(t0))
 	}
 	t3 := time.Now()
 	d.stats.DraftTime += t1.Sub(t0)
@@ -474,6 +475,8 @@ func (d *Decoder) headPass() error {
 	}
 	d.predLogits = d.predLogits[:len(d.predicted)*vocab]
 	d.stats.HeadRows += len(d.predicted)
+	t0 := time.Now()
+	defer func() { d.lv.modelTime += time.Since(t0) }()
 	return d.target.Logits(d.predicted, d.predLogits)
 }
 
@@ -486,7 +489,10 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 	}
 	d.rows = append(d.rows[:0], row)
 	d.stats.HeadRows++
-	if err := d.target.Logits(d.rows, d.logits); err != nil {
+	t0 := time.Now()
+	err := d.target.Logits(d.rows, d.logits)
+	d.lv.modelTime += time.Since(t0)
+	if err != nil {
 		return nil, err
 	}
 	return d.logits, nil
@@ -516,7 +522,7 @@ func (d *Decoder) makeDraft() error {
 		if d.cfg.NoGainCost || d.cfg.Cost == nil {
 			err = d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
 		} else {
-			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.cfg.Cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft}, &d.tree)
+			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.cfg.Cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode}, &d.tree)
 		}
 		d.stats.DraftPasses += d.draft.DraftPasses()
 		d.stats.MaxTree = max(d.stats.MaxTree, d.tree.Len())

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"shade/model"
 	"shade/sample"
@@ -51,7 +52,10 @@ type ModelDrafter struct {
 	nodeGain []float64
 	shadows  [][]int32
 	passes   int // draft passes of the last Draft after the catch-up one
-	heap     candHeap
+	// modelTime is the time the last Draft spent in the model's passes
+	// and head: the rest of its time is book-keeping.
+	modelTime time.Duration
+	heap      candHeap
 
 	// gov, when set, is asked after every draft layer whether to stop.
 	gov       Governor
@@ -107,6 +111,8 @@ func (d *ModelDrafter) layerHook(layer int) error {
 // run runs every layer of the pass in flight; false when the governor
 // preempted it (the pass is then abandoned).
 func (d *ModelDrafter) run() (bool, error) {
+	t0 := time.Now()
+	defer func() { d.modelTime += time.Since(t0) }()
 	err := d.s.RunLayers(0, d.m.Config.Layers, d.hook)
 	if err == errPreempted {
 		d.s.Abandon()
@@ -208,6 +214,7 @@ func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
 	d.nodeGain = d.nodeGain[:0]
 	d.shadows = d.shadows[:0]
 	d.passes = 0
+	d.modelTime = 0
 	if err := d.s.Begin(model.Chain(feed)); err != nil {
 		return false, err
 	}
@@ -218,7 +225,10 @@ func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
 	}
 	d.rootRow = int32(len(feed) - 1)
 	d.logits = d.logits[:d.m.Config.Vocab]
-	if err := d.s.Logits([]int{len(feed) - 1}, d.logits); err != nil {
+	t0 := time.Now()
+	err := d.s.Logits([]int{len(feed) - 1}, d.logits)
+	d.modelTime += time.Since(t0)
+	if err != nil {
 		return false, err
 	}
 	return true, nil
@@ -278,7 +288,10 @@ func (d *ModelDrafter) feed(t *Tree, nodes []int32, nextRow *int32) (bool, error
 	for k := range nodes {
 		d.rows = append(d.rows, k)
 	}
-	return true, d.s.Logits(d.rows, d.logits)
+	t0 := time.Now()
+	err := d.s.Logits(d.rows, d.logits)
+	d.modelTime += time.Since(t0)
+	return true, err
 }
 
 // shadowCount is how many of the draft's most likely children of a node

@@ -16,6 +16,10 @@ type GainCost struct {
 	// expanding goes into one batched pass.
 	Unbatched bool
 	Width     int // children considered per expanded node (default 4)
+	// PerNode is the step's book-keeping per tree node beyond the model's
+	// passes (drafting, verification and commit in Go), in seconds: on a
+	// small model it is what stops trees from growing.
+	PerNode float64
 }
 
 // maxGainCostDepth bounds how deep a gain-cost tree may grow.

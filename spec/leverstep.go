@@ -3,6 +3,7 @@ package spec
 import (
 	"math"
 	"slices"
+	"time"
 
 	"shade/model"
 )
@@ -26,6 +27,30 @@ type leverState struct {
 	kids    []int32
 	sampled bool // the step had features taken
 	samples []PruneSample
+	// modelTime is the time this step spent in the target's passes and
+	// head; perNode is the decayed mean of the step's other time per tree
+	// node (what a node costs beyond the cost model's passes).
+	modelTime time.Duration
+	perNode   float64
+}
+
+// observeOverhead learns the book-keeping per node from a finished step
+// of n nodes that took `step` in all.
+func (lv *leverState) observeOverhead(d *Decoder, n int, step time.Duration) {
+	other := step - lv.modelTime
+	if d.draft != nil {
+		other -= d.draft.modelTime
+	}
+	lv.modelTime = 0
+	if n == 0 || other < 0 {
+		return
+	}
+	x := other.Seconds() / float64(n+1)
+	if lv.perNode == 0 {
+		lv.perNode = x
+	} else {
+		lv.perNode = 0.8*lv.perNode + 0.2*x
+	}
 }
 
 func (lv *leverState) init(d *Decoder) error {
@@ -72,6 +97,8 @@ func DefaultPruneLayer(layers int) int {
 // the ones to prune with their descendants, and runs the rest.
 func (d *Decoder) verifyForward(b model.Batch) error {
 	lv := &d.lv
+	t0 := time.Now()
+	defer func() { lv.modelTime += time.Since(t0) }()
 	lv.pruned = nil
 	lv.sampled = false
 	if d.cfg.Mode != Lever {
