@@ -48,10 +48,12 @@ type ModelDrafter struct {
 	// accepted. shadows[i+1] are node i's (shadows[0] the pending token's)
 	// most likely children by the draft, whether drafted or not: the
 	// verification pruner scores tree nodes against them.
-	nodeQ    []float64
-	nodeGain []float64
-	shadows  [][]int32
-	passes   int // draft passes of the last Draft after the catch-up one
+	nodeQ     []float64
+	nodeGain  []float64 // the estimate, corrected by depth
+	nodeRaw   []float64 // the product of per-node estimates along the path
+	nodeDepth []int
+	shadows   [][]int32
+	passes    int // draft passes of the last Draft after the catch-up one
 	// modelTime is the time the last Draft spent in the model's passes
 	// and head: the rest of its time is book-keeping.
 	modelTime time.Duration
@@ -212,6 +214,8 @@ func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
 	d.nodeRanks = d.nodeRanks[:0]
 	d.nodeQ = d.nodeQ[:0]
 	d.nodeGain = d.nodeGain[:0]
+	d.nodeRaw = d.nodeRaw[:0]
+	d.nodeDepth = d.nodeDepth[:0]
 	d.shadows = d.shadows[:0]
 	d.passes = 0
 	d.modelTime = 0
@@ -239,11 +243,14 @@ func (d *ModelDrafter) addNode(t *Tree, c cand) int32 {
 	n := t.Add(c.tok, c.parent, c.q)
 	d.nodeRanks = append(d.nodeRanks, c.rank)
 	d.nodeQ = append(d.nodeQ, c.prob)
-	g := d.ranks.accept(c.prob, c.rank)
+	raw, depth := d.ranks.accept(c.prob, c.rank), 1
 	if c.parent >= 0 {
-		g *= d.nodeGain[c.parent]
+		raw *= d.nodeRaw[c.parent]
+		depth = d.nodeDepth[c.parent] + 1
 	}
-	d.nodeGain = append(d.nodeGain, g)
+	d.nodeRaw = append(d.nodeRaw, raw)
+	d.nodeDepth = append(d.nodeDepth, depth)
+	d.nodeGain = append(d.nodeGain, raw*d.ranks.depthFactor(depth))
 	d.fed = append(d.fed, false)
 	d.nodeRow = append(d.nodeRow, -1)
 	for len(d.shadows) < t.Len()+1 {
@@ -368,6 +375,23 @@ type RankStats struct {
 	probDrafted, probAccepted [2][probBins]float64
 	top                       float64 // running mean of the draft's top child probability
 	topN                      int
+	// By depth: the estimated path acceptance of the nodes drafted there
+	// (before this correction) and how many were accepted. Per-node
+	// estimates multiplied along a path drift from what is observed as
+	// paths grow; their ratio corrects the product.
+	depthPred, depthAcc [maxDepthStats]float64
+}
+
+const maxDepthStats = 64
+
+// depthFactor is observed ÷ estimated acceptance of nodes at a depth
+// (1 before any observation).
+func (st *RankStats) depthFactor(depth int) float64 {
+	d := min(depth, maxDepthStats-1)
+	const weight = 2 // prior strength, in accepted nodes
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return (st.depthAcc[d] + weight) / (st.depthPred[d] + weight)
 }
 
 const probBins = 10
@@ -452,6 +476,17 @@ func (d *ModelDrafter) observe(t *Tree, path []int32) {
 		for i := range st.probDrafted[r] {
 			st.probDrafted[r][i] *= 0.99
 			st.probAccepted[r][i] *= 0.99
+		}
+	}
+	for i := range st.depthPred {
+		st.depthPred[i] *= 0.98
+		st.depthAcc[i] *= 0.98
+	}
+	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRaw); n++ {
+		dp := min(d.nodeDepth[n], maxDepthStats-1)
+		st.depthPred[dp] += d.nodeRaw[n]
+		if kept[n] {
+			st.depthAcc[dp]++
 		}
 	}
 	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRanks); n++ {

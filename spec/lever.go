@@ -111,6 +111,9 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 			return 0
 		})
 		childAccept := d.ranks.accept(d.ranks.topProb(), 0)
+		childGain := func(n int32) float64 {
+			return d.nodeRaw[n] * childAccept * d.ranks.depthFactor(d.nodeDepth[n]+1)
+		}
 		k, pass := 0, 0.0
 		rows := t.Len()
 		for _, n := range toExpand {
@@ -121,7 +124,7 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 			if g.Unbatched {
 				dDraft = cm.Draft(1)
 			}
-			gain := d.nodeGain[n] * childAccept
+			gain := childGain(n)
 			if gain/(dDraft+rowCost(rows+1)) < rate() {
 				break
 			}
@@ -158,10 +161,11 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 func (d *ModelDrafter) pushChildren(p int32, logits []float32, width int) {
 	d.cands = d.cands[:0]
 	d.expand(p, 0, logits, width)
-	parentGain := 1.0
+	parentRaw, depth := 1.0, 1
 	if p >= 0 {
-		parentGain = d.nodeGain[p]
+		parentRaw, depth = d.nodeRaw[p], d.nodeDepth[p]+1
 	}
+	parentGain := parentRaw * d.ranks.depthFactor(depth)
 	if len(d.cands) > 0 && d.cands[0].order == 0 {
 		d.ranks.noteTop(d.cands[0].prob)
 	}
