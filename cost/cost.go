@@ -37,6 +37,12 @@ type Model struct {
 	// StreamBps, when set, replaces DiskBps: the streamer's own measured
 	// read rate during this run.
 	StreamBps float64 `json:"-"`
+	// ComputeScale and DraftScale, when set, scale the measured target
+	// compute (layers and head) and draft passes: what a run learns of
+	// how much slower (or faster) the machine is now than when measured,
+	// a shared machine's load say. 0 means 1.
+	ComputeScale float64 `json:"-"`
+	DraftScale   float64 `json:"-"`
 
 	Measured time.Time     `json:"measured"`
 	Took     time.Duration `json:"took_ns"`
@@ -101,7 +107,14 @@ func (m *Model) Draft(b int) float64 {
 	if b <= 0 {
 		return 0
 	}
-	return m.at(m.DraftPass, b)
+	return m.at(m.DraftPass, b) * scale(m.DraftScale)
+}
+
+func scale(s float64) float64 {
+	if s > 0 {
+		return s
+	}
+	return 1
 }
 
 // Layer is the compute time of one target layer over b rows.
@@ -109,7 +122,7 @@ func (m *Model) Layer(b int) float64 {
 	if b <= 0 {
 		return 0
 	}
-	return m.at(m.TargetLayer, b)
+	return m.at(m.TargetLayer, b) * scale(m.ComputeScale)
 }
 
 // Head is the time of the target's LM head over b rows.
@@ -117,7 +130,34 @@ func (m *Model) Head(b int) float64 {
 	if b <= 0 {
 		return 0
 	}
-	return m.at(m.TargetHead, b)
+	return m.at(m.TargetHead, b) * scale(m.ComputeScale)
+}
+
+// FitComputeScale returns the ComputeScale (within [1/8, 8]) under which
+// Verify(b, kept, pruneAt) takes `took` seconds: how far this pass's
+// compute was from the measurement, the streamed reads taken as known.
+// ok is false when no scale explains it (a pass all reads, say).
+func (m *Model) FitComputeScale(b, kept, pruneAt int, took float64) (float64, bool) {
+	c := *m
+	lo, hi := 1.0/8, 8.0
+	c.ComputeScale = lo
+	if c.Verify(b, kept, pruneAt) >= took {
+		return lo, false
+	}
+	c.ComputeScale = hi
+	if c.Verify(b, kept, pruneAt) <= took {
+		return hi, false
+	}
+	for range 40 {
+		mid := math.Sqrt(lo * hi)
+		c.ComputeScale = mid
+		if c.Verify(b, kept, pruneAt) < took {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Sqrt(lo * hi), true
 }
 
 // LayerIO is the time to read one streamed layer from storage.

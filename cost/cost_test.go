@@ -112,3 +112,20 @@ func TestMeasure(t *testing.T) {
 		t.Error("batch size 0 accepted")
 	}
 }
+
+func TestFitComputeScale(t *testing.T) {
+	m := toy()
+	m.StreamedLayers = 2
+	for _, want := range []float64{0.5, 1, 3} {
+		c := *m
+		c.ComputeScale = want
+		took := c.Verify(4, 2, 5)
+		got, ok := m.FitComputeScale(4, 2, 5, took)
+		if !ok || math.Abs(got-want) > 1e-6 {
+			t.Errorf("scale %v: fitted %v (%v)", want, got, ok)
+		}
+	}
+	if _, ok := m.FitComputeScale(1, 1, 10, 1e-9); ok {
+		t.Error("a pass faster than its reads was explained")
+	}
+}

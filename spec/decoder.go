@@ -363,6 +363,7 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	if d.cfg.Mode == Lever {
 		d.lv.afterStep(d, path, bonus)
 		d.lv.observeOverhead(d, n, time.Since(t0))
+		d.lv.learnScales(d)
 	}
 	t3 := time.Now()
 	d.stats.DraftTime += t1.Sub(t0)
@@ -519,10 +520,10 @@ func (d *Decoder) makeDraft() error {
 	case Lever:
 		d.lastDraftKind = draftModel
 		var err error
-		if d.cfg.NoGainCost || d.cfg.Cost == nil {
+		if d.cfg.NoGainCost || d.lv.cost == nil {
 			err = d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
 		} else {
-			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.cfg.Cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode}, &d.tree)
+			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode}, &d.tree)
 		}
 		d.stats.DraftPasses += d.draft.DraftPasses()
 		d.stats.MaxTree = max(d.stats.MaxTree, d.tree.Len())

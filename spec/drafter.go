@@ -57,6 +57,7 @@ type ModelDrafter struct {
 	// modelTime is the time the last Draft spent in the model's passes
 	// and head: the rest of its time is book-keeping.
 	modelTime time.Duration
+	passRows  []int // rows of each of those passes (the catch-up first)
 	heap      candHeap
 
 	// gov, when set, is asked after every draft layer whether to stop.
@@ -219,6 +220,7 @@ func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
 	d.shadows = d.shadows[:0]
 	d.passes = 0
 	d.modelTime = 0
+	d.passRows = append(d.passRows[:0], len(feed))
 	if err := d.s.Begin(model.Chain(feed)); err != nil {
 		return false, err
 	}
@@ -281,6 +283,7 @@ func (d *ModelDrafter) feed(t *Tree, nodes []int32, nextRow *int32) (bool, error
 		return false, err
 	}
 	d.passes++
+	d.passRows = append(d.passRows, len(nodes))
 	if ok, err := d.run(); !ok {
 		for _, n := range nodes {
 			d.fed[n], d.nodeRow[n] = false, -1

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"shade/cost"
 	"shade/model"
 )
 
@@ -32,6 +33,47 @@ type leverState struct {
 	// node (what a node costs beyond the cost model's passes).
 	modelTime time.Duration
 	perNode   float64
+	// cost is this decoder's copy of the cost model, its compute and
+	// draft scales learned from the steps so far; the last verify pass's
+	// shape and time feed the learning.
+	cost                   *cost.Model
+	verifyTook             time.Duration
+	verifyRows, verifyKept int
+}
+
+// learnScales fits the cost model's compute and draft scales to the step
+// just run (decayed means), so that gain-cost trees are sized by what the
+// machine does now, not when it was calibrated.
+func (lv *leverState) learnScales(d *Decoder) {
+	c := lv.cost
+	if c == nil {
+		return
+	}
+	pruneAt := c.Layers
+	if lv.verifyKept < lv.verifyRows {
+		pruneAt = lv.layer
+	}
+	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, lv.verifyTook.Seconds()); ok {
+		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*s
+	}
+	if d.draft == nil || d.draft.modelTime <= 0 {
+		return
+	}
+	var want float64
+	for _, b := range d.draft.passRows {
+		want += c.Draft(b) / scaleOr1(c.DraftScale)
+	}
+	if want > 0 {
+		s := min(max(d.draft.modelTime.Seconds()/want, 1.0/8), 8)
+		c.DraftScale = 0.7*scaleOr1(c.DraftScale) + 0.3*s
+	}
+}
+
+func scaleOr1(s float64) float64 {
+	if s > 0 {
+		return s
+	}
+	return 1
 }
 
 // observeOverhead learns the book-keeping per node from a finished step
@@ -56,6 +98,10 @@ func (lv *leverState) observeOverhead(d *Decoder, n int, step time.Duration) {
 func (lv *leverState) init(d *Decoder) error {
 	layers := d.target.Model().Config.Layers
 	cfg := &d.cfg
+	if cfg.Cost != nil {
+		c := *cfg.Cost
+		lv.cost = &c
+	}
 	switch {
 	case cfg.NoPrune:
 		d.stats.PruneNote = "off (--no-prune)"
@@ -104,6 +150,8 @@ func (d *Decoder) verifyForward(b model.Batch) error {
 	if d.cfg.Mode != Lever {
 		return d.forward(b)
 	}
+	lv.verifyRows, lv.verifyKept = len(b.Tokens), len(b.Tokens)
+	defer func() { lv.verifyTook = time.Since(t0) }()
 	lv.mainPath(d)
 	if lv.layer == 0 || d.tree.Len() == 0 {
 		return d.forward(b)
@@ -124,6 +172,7 @@ func (d *Decoder) verifyForward(b model.Batch) error {
 			if err := d.target.Prune(keep); err != nil {
 				return err
 			}
+			lv.verifyKept = len(keep)
 			d.stats.PruneSteps++
 		}
 	}
@@ -320,7 +369,7 @@ func (lv *leverState) predictLogits(d *Decoder) error {
 		}
 		return d.headPass()
 	}
-	cm := d.cfg.Cost
+	cm := lv.cost
 	if cm == nil || d.cfg.RowByRowHead {
 		return nil
 	}
