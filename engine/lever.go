@@ -23,6 +23,9 @@ type LeverSetup struct {
 	CostSource string // "stored" or "measured at start-up"
 	Pruner     *spec.Pruner
 	PrunerNote string // why there is none, or where it came from
+	// Learned is what lever mode has learned of this machine's speed
+	// against the cost model; requests share it.
+	Learned *spec.LeverLearned
 }
 
 // Lever resolves (once) and returns the engine's Lever setup. log, if not
@@ -33,7 +36,7 @@ func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
 	if e.lever != nil {
 		return e.lever, nil
 	}
-	ls := &LeverSetup{}
+	ls := &LeverSetup{Learned: new(spec.LeverLearned)}
 	var stored cost.Model
 	ok := false
 	if e.Path != "" {
@@ -98,6 +101,9 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 	}
 	if cfg.Pruner == nil && !cfg.NoPrune {
 		cfg.Pruner = ls.Pruner
+	}
+	if cfg.Learned == nil {
+		cfg.Learned = ls.Learned
 	}
 	return nil
 }

@@ -82,6 +82,10 @@ type Config struct {
 	// the training data of the predictor. Features are taken after
 	// PruneLayer (default 60% of the target's depth).
 	PruneTrace func([]PruneSample)
+	// Learned, if set, is where lever mode keeps what it learns of the
+	// machine (compute and draft speed against the cost model, book-keeping
+	// per node), shared by the generations that use it; nil: per decoder.
+	Learned *LeverLearned
 }
 
 func (c *Config) defaults() {

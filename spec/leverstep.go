@@ -3,6 +3,7 @@ package spec
 import (
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"shade/cost"
@@ -41,12 +42,53 @@ type leverState struct {
 	verifyRows, verifyKept int
 }
 
+// LeverLearned is what Lever mode learns of the machine as it runs: how
+// much slower or faster than calibrated the target's compute and the
+// draft passes are, and the book-keeping per tree node. An engine shares
+// one across its requests so that each starts from what the earlier ones
+// learned. Safe for concurrent use.
+type LeverLearned struct {
+	mu                       sync.Mutex
+	computeScale, draftScale float64
+	perNode                  float64
+}
+
+func (l *LeverLearned) load(lv *leverState) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lv.cost != nil {
+		if l.computeScale > 0 {
+			lv.cost.ComputeScale = l.computeScale
+		}
+		if l.draftScale > 0 {
+			lv.cost.DraftScale = l.draftScale
+		}
+	}
+	lv.perNode = l.perNode
+}
+
+func (l *LeverLearned) store(lv *leverState) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lv.cost != nil {
+		l.computeScale, l.draftScale = lv.cost.ComputeScale, lv.cost.DraftScale
+	}
+	l.perNode = lv.perNode
+}
+
 // learnScales fits the cost model's compute and draft scales to the step
 // just run (decayed means), so that gain-cost trees are sized by what the
 // machine does now, not when it was calibrated.
 func (lv *leverState) learnScales(d *Decoder) {
 	c := lv.cost
 	if c == nil {
+		d.cfg.Learned.store(lv)
 		return
 	}
 	pruneAt := c.Layers
@@ -57,6 +99,7 @@ func (lv *leverState) learnScales(d *Decoder) {
 		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*s
 	}
 	if d.draft == nil || d.draft.modelTime <= 0 {
+		d.cfg.Learned.store(lv)
 		return
 	}
 	var want float64
@@ -67,6 +110,7 @@ func (lv *leverState) learnScales(d *Decoder) {
 		s := min(max(d.draft.modelTime.Seconds()/want, 1.0/8), 8)
 		c.DraftScale = 0.7*scaleOr1(c.DraftScale) + 0.3*s
 	}
+	d.cfg.Learned.store(lv)
 }
 
 func scaleOr1(s float64) float64 {
@@ -102,6 +146,7 @@ func (lv *leverState) init(d *Decoder) error {
 		c := *cfg.Cost
 		lv.cost = &c
 	}
+	cfg.Learned.load(lv)
 	switch {
 	case cfg.NoPrune:
 		d.stats.PruneNote = "off (--no-prune)"
