@@ -527,7 +527,7 @@ func (d *Decoder) makeDraft() error {
 		if d.cfg.NoGainCost || d.lv.cost == nil {
 			err = d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
 		} else {
-			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode}, &d.tree)
+			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}, &d.tree)
 		}
 		d.stats.DraftPasses += d.draft.DraftPasses()
 		d.stats.MaxTree = max(d.stats.MaxTree, d.tree.Len())

@@ -20,6 +20,10 @@ type GainCost struct {
 	// passes (drafting, verification and commit in Go), in seconds: on a
 	// small model it is what stops trees from growing.
 	PerNode float64
+	// RowFloor is the least a verify row costs, in seconds, as observed
+	// (the slope of verify time against rows): reads and compute overlap
+	// less than the cost model's "the longer of the two" assumes.
+	RowFloor float64
 }
 
 // maxGainCostDepth bounds how deep a gain-cost tree may grow.
@@ -61,7 +65,7 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	total := cm.Draft(d.catchup) + base // T
 	eps := max(1e-3*base, 1e-7)         // book-keeping per row, so free rows are not infinitely attractive
 	rate := func() float64 { return expect / total }
-	rowCost := func(rows int) float64 { return cm.VerifyRows(rows+1) - cm.VerifyRows(rows) + eps }
+	rowCost := func(rows int) float64 { return max(cm.VerifyRows(rows+1)-cm.VerifyRows(rows), g.RowFloor) + eps }
 
 	d.heap = d.heap[:0]
 	d.noteShadows(-1, d.logits[:vocab], g.Width)

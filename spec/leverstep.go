@@ -40,6 +40,9 @@ type leverState struct {
 	cost                   *cost.Model
 	verifyTook             time.Duration
 	verifyRows, verifyKept int
+	// Decayed sums of verify passes' rows and times: their slope is the
+	// observed cost of a verify row.
+	sn, sx, sy, sxx, sxy float64
 }
 
 // LeverLearned is what Lever mode learns of the machine as it runs: how
@@ -51,6 +54,7 @@ type LeverLearned struct {
 	mu                       sync.Mutex
 	computeScale, draftScale float64
 	perNode                  float64
+	rows                     [5]float64 // the verify rows/time sums
 }
 
 func (l *LeverLearned) load(lv *leverState) {
@@ -68,6 +72,7 @@ func (l *LeverLearned) load(lv *leverState) {
 		}
 	}
 	lv.perNode = l.perNode
+	lv.sn, lv.sx, lv.sy, lv.sxx, lv.sxy = l.rows[0], l.rows[1], l.rows[2], l.rows[3], l.rows[4]
 }
 
 func (l *LeverLearned) store(lv *leverState) {
@@ -80,6 +85,7 @@ func (l *LeverLearned) store(lv *leverState) {
 		l.computeScale, l.draftScale = lv.cost.ComputeScale, lv.cost.DraftScale
 	}
 	l.perNode = lv.perNode
+	l.rows = [5]float64{lv.sn, lv.sx, lv.sy, lv.sxx, lv.sxy}
 }
 
 // learnScales fits the cost model's compute and draft scales to the step
@@ -95,6 +101,10 @@ func (lv *leverState) learnScales(d *Decoder) {
 	if lv.verifyKept < lv.verifyRows {
 		pruneAt = lv.layer
 	}
+	x, y := float64(lv.verifyKept), lv.verifyTook.Seconds()
+	const keep = 0.95
+	lv.sn, lv.sx, lv.sy = keep*lv.sn+1, keep*lv.sx+x, keep*lv.sy+y
+	lv.sxx, lv.sxy = keep*lv.sxx+x*x, keep*lv.sxy+x*y
 	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, lv.verifyTook.Seconds()); ok {
 		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*s
 	}
@@ -473,4 +483,14 @@ func (lv *leverState) afterStep(d *Decoder, path []int32, bonus int32) {
 		lv.samples = append(lv.samples, PruneSample{Step: d.stats.Steps, Features: lv.feats[i], Accepted: onPath[i]})
 	}
 	d.cfg.PruneTrace(lv.samples)
+}
+
+// rowFloor is the observed slope of verify time against rows (0 until the
+// passes seen differ enough in rows to tell).
+func (lv *leverState) rowFloor() float64 {
+	den := lv.sn*lv.sxx - lv.sx*lv.sx
+	if lv.sn < 3 || den <= 1e-9*lv.sn*lv.sn {
+		return 0
+	}
+	return max(0, (lv.sn*lv.sxy-lv.sx*lv.sy)/den)
 }
