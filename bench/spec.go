@@ -24,6 +24,10 @@ type SpecOptions struct {
 	// Governor, if set, paces every speculative mode (off stays plain,
 	// the baseline).
 	Governor spec.Governor
+	// Base, if set, carries the other speculation settings (lever's
+	// switches, say) every mode runs with; Mode, DraftMax, TreeWidth and
+	// TreeDepth are set from the fields above.
+	Base     spec.Config
 	Progress func(what string)
 }
 
@@ -100,7 +104,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 	rep := SpecReport{Prompts: len(o.Prompts), Tokens: o.Tokens}
 	var modes []spec.Mode
 	for _, m := range o.Modes {
-		if e.Draft == nil && (m == spec.Chain || m == spec.TreeM) {
+		if e.Draft == nil && (m == spec.Chain || m == spec.TreeM || m == spec.Lever) {
 			continue
 		}
 		modes = append(modes, m)
@@ -119,7 +123,9 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		}
 		var reference []int32
 		for j, mode := range modes {
-			cfg := spec.Config{Mode: mode, DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth}
+			cfg := o.Base
+			cfg.Mode, cfg.DraftMax, cfg.TreeWidth, cfg.TreeDepth = mode, o.DraftMax, o.TreeWidth, o.TreeDepth
+			cfg.Governor = nil
 			if mode != spec.Off {
 				cfg.Governor = o.Governor
 			}

@@ -42,8 +42,12 @@ type Engine struct {
 	estMu          sync.Mutex
 	ngramEstimates *spec.Estimates
 	LoadTime       time.Duration
-	budget         int64
-	budgetOpts     weights.Options
+	// Path is the target's file (calibrations are stored beside it).
+	Path       string
+	leverMu    sync.Mutex
+	lever      *LeverSetup
+	budget     int64
+	budgetOpts weights.Options
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -62,7 +66,7 @@ func Load(path string, threads int) (*Engine, error) {
 		m.Close()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens but token_embd.weight has %d rows", path, tok.VocabSize(), m.Config.Vocab)
 	}
-	return &Engine{Model: m, Tok: tok, LoadTime: time.Since(t0)}, nil
+	return &Engine{Model: m, Tok: tok, LoadTime: time.Since(t0), Path: path}, nil
 }
 
 // Close releases the models.

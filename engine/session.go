@@ -32,8 +32,12 @@ type Session struct {
 	st      Stats
 	started bool
 	done    bool
-	genTime time.Duration  // decode time spent in Step, excluding pauses
-	stream0 *weights.Stats // the streamer's counters when the session began
+	genTime time.Duration // decode time spent in Step, excluding pauses
+	// stepStart is when the Step in progress began (zero between steps):
+	// a Step that finishes the session counts its own time in before the
+	// final stats are taken.
+	stepStart time.Time
+	stream0   *weights.Stats // the streamer's counters when the session began
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -63,7 +67,7 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if len(prompt) >= n {
 		return nil, fmt.Errorf("engine: %w: %d tokens, context is %d", ErrPromptTooLong, len(prompt), n)
 	}
-	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM) {
+	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM || r.Spec.Mode == spec.Lever) {
 		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
 	}
 	spare := 0
@@ -72,6 +76,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	}
 	if r.Spec.Governor != nil {
 		spare = 64 + 1 // room for verify batches widened by n-gram filling
+	}
+	if r.Spec.Mode == spec.Lever {
+		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
 	}
 	s, err := e.Model.NewState(n + spare)
 	if err != nil {
@@ -87,6 +94,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	cfg := r.Spec
 	if cfg.Estimates == nil {
 		cfg.Estimates = e.estimates()
+	}
+	if err := e.applyLever(&cfg); err != nil {
+		return nil, err
 	}
 	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)
 	if err != nil {
@@ -137,7 +147,8 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 		return s.stopped(), nil
 	}
 	t0 := time.Now()
-	defer func() { s.genTime += time.Since(t0) }()
+	s.stepStart = t0
+	defer s.countStep()
 	if s.out, err = s.dec.Step(s.out[:0]); err != nil {
 		s.finish()
 		return true, err
@@ -197,6 +208,7 @@ func (s *Session) finish() {
 		return
 	}
 	s.done = true
+	s.countStep()
 	s.st.GenDuration = s.genTime
 	s.st.GenTPS = rate(s.st.GenTokens, s.st.GenDuration)
 	s.st.ResidentBytes = ResidentBytes()
@@ -235,4 +247,12 @@ func (s *Session) streamSince() *weights.Stats {
 	}
 	d := now.Since(*s.stream0)
 	return &d
+}
+
+// countStep adds the time of the Step in progress (if any) to genTime.
+func (s *Session) countStep() {
+	if !s.stepStart.IsZero() {
+		s.genTime += time.Since(s.stepStart)
+		s.stepStart = time.Time{}
+	}
 }

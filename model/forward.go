@@ -52,6 +52,14 @@ type State struct {
 	depth   []int32 // (total)
 	visRows int     // tree rows whose visibility lists are built
 
+	// After Prune: the tree row of each active row, the active row of each
+	// row of the pass (-1 when pruned), and which tree rows were pruned
+	// (their KV stops at the layer they were pruned after). All empty when
+	// the pass in flight was not pruned.
+	rowOf  []int32 // (n)
+	where  []int32 // (rows of the pass before pruning)
+	pruned []bool  // (total)
+
 	// Activations, row-major with n rows.
 	x        []float32   // (n, dim) residual stream
 	xb       []float32   // (n, dim) normed input
@@ -66,6 +74,8 @@ type State struct {
 	visBuf   []int32
 	scratch  quant.Scratch
 	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
+	lensNorm []float32 // (dim) Lens's normed row
+	lensRow  []float32 // (dim) one dequantized head row
 
 	slotBuf, rowBuf []int
 	attnLayer       int              // layer the attention workers run
@@ -144,6 +154,15 @@ func (s *State) begin(b Batch, extend bool) error {
 	if s.base+first+n > s.Cache.Cap() {
 		return fmt.Errorf("model: context full: %d cached + %d new tokens exceed the %d-token context", s.base+first, n, s.Cache.Cap())
 	}
+	if extend {
+		for i, p := range b.Parent {
+			if p >= 0 && int(p) < len(s.pruned) && s.pruned[p] {
+				return fmt.Errorf("model: row %d has parent %d, which was pruned", first+i, p)
+			}
+		}
+	} else {
+		s.pruned = s.pruned[:0]
+	}
 	for i, t := range b.Tokens {
 		if t < 0 || int(t) >= c.Vocab {
 			return fmt.Errorf("model: token %d at row %d outside the vocabulary of %d", t, i, c.Vocab)
@@ -182,6 +201,7 @@ func (s *State) begin(b Batch, extend bool) error {
 		}
 	}
 	s.n, s.first, s.total, s.next, s.chain = n, first, total, 0, chain
+	s.rowOf, s.where = s.rowOf[:0], s.where[:0]
 	if !extend {
 		s.visRows = 0
 	}
@@ -283,10 +303,121 @@ func (s *State) Rows() int { return s.n }
 func (s *State) NextLayer() int { return s.next }
 
 // Hidden returns the residual stream of batch row i after the layers run so
-// far (the embedding before any). It is valid until the next Begin.
+// far (the embedding before any), or nil if the row was pruned. Rows keep
+// their numbering across Prune. It is valid until the next Begin.
 func (s *State) Hidden(i int) []float32 {
+	a := s.active(i)
+	if a < 0 {
+		return nil
+	}
 	d := s.cfg.Dim
-	return s.x[i*d : (i+1)*d : (i+1)*d]
+	return s.x[a*d : (a+1)*d : (a+1)*d]
+}
+
+// active maps a row of the pass to its place among the active rows, -1
+// when it was pruned or is out of range.
+func (s *State) active(i int) int {
+	if len(s.where) == 0 {
+		if i < 0 || i >= s.n {
+			return -1
+		}
+		return i
+	}
+	if i < 0 || i >= len(s.where) {
+		return -1
+	}
+	return int(s.where[i])
+}
+
+// treeRow is the tree row of active row i.
+func (s *State) treeRow(i int) int {
+	if len(s.rowOf) == 0 {
+		return s.first + i
+	}
+	return int(s.rowOf[i])
+}
+
+// Prune drops rows from the pass in flight: only the rows in keep (rows of
+// the pass, numbered as before any pruning, ascending) run the layers not
+// yet run. Each kept row keeps its tree row, position, KV slot and what it
+// attends to, so its results are bit-identical to an unpruned pass (the
+// kernels are batch-invariant); a kept row's parent in the pass must be
+// kept too. Pruned rows can no longer be read (Hidden, Logits), committed
+// or extended. Prune may be called between any two layers, more than once.
+// It is how verification stops spending target layers on draft branches a
+// predictor expects to be rejected.
+func (s *State) Prune(keep []int) error {
+	if s.n == 0 {
+		return fmt.Errorf("model: Prune without a pass in flight")
+	}
+	if len(keep) == 0 {
+		return fmt.Errorf("model: Prune must keep at least one row")
+	}
+	rows := s.total - s.first // rows of the pass before any pruning
+	if len(s.where) == 0 {
+		s.where = growInt(s.where, rows)
+		s.rowOf = growInt(s.rowOf, s.n)
+		for i := range rows {
+			s.where[i] = int32(i)
+			s.rowOf[i] = int32(s.first + i)
+		}
+	}
+	for k, r := range keep {
+		if r < 0 || r >= rows || s.where[r] < 0 {
+			return fmt.Errorf("model: Prune keeps row %d: not an active row of the pass", r)
+		}
+		if k > 0 && r <= keep[k-1] {
+			return fmt.Errorf("model: Prune rows %v are not ascending", keep)
+		}
+	}
+	keptRow := make(map[int]bool, len(keep))
+	for _, r := range keep {
+		keptRow[r] = true
+	}
+	for _, r := range keep {
+		if p := int(s.parent[s.first+r]) - s.first; p >= 0 && !keptRow[p] {
+			return fmt.Errorf("model: Prune keeps row %d but not its parent row %d", r, p)
+		}
+	}
+	for len(s.pruned) < s.total {
+		s.pruned = append(s.pruned, false)
+	}
+	c := s.cfg
+	half := c.RopeDim / 2
+	// Compact in place: kept rows only move towards the front.
+	for k, r := range keep {
+		a := int(s.where[r])
+		if a != k {
+			copy(s.x[k*c.Dim:(k+1)*c.Dim], s.x[a*c.Dim:(a+1)*c.Dim])
+			copy(s.ropeCos[k*half:(k+1)*half], s.ropeCos[a*half:(a+1)*half])
+			copy(s.ropeSin[k*half:(k+1)*half], s.ropeSin[a*half:(a+1)*half])
+		}
+		s.rowOf[k] = s.rowOf[a]
+	}
+	s.rowOf = s.rowOf[:len(keep)]
+	for i := range rows {
+		if s.where[i] >= 0 && !keptRow[i] {
+			s.pruned[s.first+i] = true
+		}
+		s.where[i] = -1
+	}
+	for k, r := range keep {
+		s.where[r] = int32(k)
+	}
+	if s.chain {
+		// Kept rows of a chain are a prefix, but attention then reads
+		// visibility lists like any tree.
+		s.chain = false
+		s.visRows = 0
+		s.buildVisibility()
+	}
+	s.n = len(keep)
+	return nil
+}
+
+// Pruned reports whether row i of the pass in flight was pruned.
+func (s *State) Pruned(i int) bool {
+	return len(s.where) > 0 && i >= 0 && i < len(s.where) && s.where[i] < 0
 }
 
 // RunLayers runs layers [from, to) over the batch, in order, calling hook
@@ -323,10 +454,13 @@ func (s *State) RunLayers(from, to int, hook func(layer int) error) error {
 // but no Hidden or Logits rows until the next pass. It is how a drafter
 // stops mid-pass when it is preempted.
 func (s *State) Abandon() {
+	s.rowOf, s.where = s.rowOf[:0], s.where[:0]
 	if s.first == 0 {
 		s.n, s.total, s.next = 0, 0, 0
+		s.pruned = s.pruned[:0]
 		return
 	}
+	s.pruned = s.pruned[:min(len(s.pruned), s.first)]
 	s.n, s.total, s.next = 0, s.first, s.cfg.Layers
 	s.tokens, s.pos, s.parent = s.tokens[:s.first], s.pos[:s.first], s.parent[:s.first]
 	s.visRows = min(s.visRows, s.first)
@@ -352,10 +486,14 @@ func (s *State) Logits(rows []int, out []float32) error {
 	}
 	s.headNorm = grow(s.headNorm, len(rows)*c.Dim)
 	for k, r := range rows {
-		if r < 0 || r >= s.n {
-			return fmt.Errorf("model: logits row %d outside the batch of %d", r, s.n)
+		h := s.Hidden(r)
+		if h == nil {
+			if s.Pruned(r) {
+				return fmt.Errorf("model: logits row %d was pruned", r)
+			}
+			return fmt.Errorf("model: logits row %d outside the batch of %d", r, s.total-s.first)
 		}
-		rmsNorm(s.headNorm[k*c.Dim:(k+1)*c.Dim], s.Hidden(r), s.m.Weights.OutNorm, c.RMSEps)
+		rmsNorm(s.headNorm[k*c.Dim:(k+1)*c.Dim], h, s.m.Weights.OutNorm, c.RMSEps)
 	}
 	quant.MatMul(s.m.Pool, s.m.Weights.Output, s.headNorm, len(rows), out[:len(rows)*c.Vocab], &s.scratch)
 	return nil
@@ -375,6 +513,9 @@ func (s *State) Commit(rows []int) error {
 		if r < 0 || r >= s.total || s.parent[r] != prev {
 			return fmt.Errorf("model: commit rows %v are not a path from the batch root", rows)
 		}
+		if r < len(s.pruned) && s.pruned[r] {
+			return fmt.Errorf("model: commit row %d was pruned (its KV is incomplete)", r)
+		}
 		prev = int32(r)
 		s.slotBuf = append(s.slotBuf, s.base+r)
 	}
@@ -382,6 +523,7 @@ func (s *State) Commit(rows []int) error {
 		return err
 	}
 	s.n, s.total, s.next = 0, 0, 0 // the batch's scratch slots may now be overwritten
+	s.rowOf, s.where, s.pruned = s.rowOf[:0], s.where[:0], s.pruned[:0]
 	return nil
 }
 
@@ -403,5 +545,37 @@ func (s *State) Len() int { return s.Cache.Len() }
 // Truncate rolls the sequence back to n committed tokens.
 func (s *State) Truncate(n int) error {
 	s.n, s.total, s.next = 0, 0, 0
+	s.rowOf, s.where, s.pruned = s.rowOf[:0], s.where[:0], s.pruned[:0]
 	return s.Cache.Truncate(n)
+}
+
+// Lens applies the final norm and the LM head rows of the given tokens to
+// batch row `row`'s residual stream after the layers run so far: out[k] is
+// the logit tokens[k] would get if the remaining layers were skipped (the
+// "logit lens"). It reads len(tokens) rows of the head, not all of it, so
+// it is cheap enough to score draft tokens mid-pass.
+func (s *State) Lens(row int, tokens []int32, out []float32) error {
+	c := s.cfg
+	h := s.Hidden(row)
+	if h == nil {
+		return fmt.Errorf("model: lens of row %d: not an active row of the pass", row)
+	}
+	if len(out) < len(tokens) {
+		return fmt.Errorf("model: lens buffer of %d floats for %d tokens", len(out), len(tokens))
+	}
+	s.lensNorm = grow(s.lensNorm, c.Dim)
+	s.lensRow = grow(s.lensRow, c.Dim)
+	rmsNorm(s.lensNorm, h, s.m.Weights.OutNorm, c.RMSEps)
+	for k, t := range tokens {
+		if t < 0 || int(t) >= c.Vocab {
+			return fmt.Errorf("model: lens token %d outside the vocabulary of %d", t, c.Vocab)
+		}
+		s.m.Weights.Output.DequantizeRow(int(t), s.lensRow)
+		var dot float32
+		for i, v := range s.lensRow {
+			dot += v * s.lensNorm[i]
+		}
+		out[k] = dot
+	}
+	return nil
 }

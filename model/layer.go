@@ -39,7 +39,7 @@ func (s *State) layer(l int, w *Layer) {
 		}
 		s.rope(i, q, c.Heads)
 		s.rope(i, k, c.KVHeads)
-		slot := s.base + s.first + i
+		slot := s.base + s.treeRow(i)
 		quant.ToF16(s.Cache.K(l, slot), k)
 		quant.ToF16(s.Cache.V(l, slot), v)
 	}
@@ -141,7 +141,7 @@ func (s *State) attendOne(l, row, h int, scratch []float32) {
 			attend(s.base + j)
 		}
 	} else {
-		for _, j := range s.visible(s.first + row) {
+		for _, j := range s.visible(s.treeRow(row)) {
 			attend(s.base + int(j))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"shade/cost"
 	"shade/model"
 	"shade/sample"
 )
@@ -19,13 +20,14 @@ const (
 	TreeM              // the draft model proposes a tree
 	NgramM             // n-gram lookup proposes a chain
 	Auto               // n-gram first, then the draft model; length sized by the controller
+	Lever              // the full flash-aware design: gain-cost trees, verify pruning, lazy head
 )
 
-var modeNames = []string{"off", "chain", "tree", "ngram", "auto"}
+var modeNames = []string{"off", "chain", "tree", "ngram", "auto", "lever"}
 
 func (m Mode) String() string { return modeNames[m] }
 
-// ParseMode maps off|chain|tree|ngram|auto to a Mode.
+// ParseMode maps off|chain|tree|ngram|auto|lever to a Mode.
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {
 		if n == s {
@@ -57,9 +59,39 @@ type Config struct {
 	// may preempt drafts, widen verification with n-gram filling, sleep
 	// between target layers and pause between steps.
 	Governor Governor
+
+	// Lever mode (the full design) and the switches that turn its parts
+	// off one at a time, for ablation.
+	//
+	// Cost is the device's cost model: gain-cost trees are sized by it and
+	// the lazy head uses it to choose between one head pass over the main
+	// path and row-by-row logits. Nil: a static tree and a row-by-row head.
+	Cost *cost.Model
+	// Pruner is the trained verification-pruning predictor (nil: no
+	// pruning). PruneLayer, if set, overrides the layer it prunes after.
+	Pruner     *Pruner
+	PruneLayer int
+	// MaxNodes is the safety cap of a gain-cost tree (default 64).
+	MaxNodes     int
+	NoGainCost   bool // a static tree (TreeWidth × TreeDepth, DraftMax nodes) instead
+	NoPrune      bool // verify every drafted row through every layer
+	NoLazyHead   bool // logits for every row of the verify pass, in one head pass
+	NoBatchDraft bool // expand one frontier node per draft pass
+	// PruneTrace, if set, receives every step's tree nodes with their
+	// pruning features and verdicts (nodes whose parent was reached):
+	// the training data of the predictor. Features are taken after
+	// PruneLayer (default 60% of the target's depth).
+	PruneTrace func([]PruneSample)
+	// Learned, if set, is where lever mode keeps what it learns of the
+	// machine (compute and draft speed against the cost model, book-keeping
+	// per node), shared by the generations that use it; nil: per decoder.
+	Learned *LeverLearned
 }
 
 func (c *Config) defaults() {
+	if c.MaxNodes <= 0 {
+		c.MaxNodes = 64
+	}
 	if c.DraftMax <= 0 {
 		c.DraftMax = 8
 	}
@@ -102,6 +134,17 @@ type Stats struct {
 	Sleep          time.Duration `json:"sleep_ns,omitempty"`
 	// Governor is what the governor reports of its decisions, if it does.
 	Governor *GovernorStats `json:"governor,omitempty"`
+	// Lever mode: draft passes after catching up, the largest tree, the
+	// verify rows pruned (and how many of them the target would have
+	// accepted, greedy only), steps that pruned, LM-head rows computed,
+	// and why pruning is off when it is.
+	DraftPasses int    `json:"draft_passes,omitempty"`
+	MaxTree     int    `json:"max_tree,omitempty"`
+	Pruned      int    `json:"pruned,omitempty"`
+	PrunedLost  int    `json:"pruned_lost,omitempty"`
+	PruneSteps  int    `json:"prune_steps,omitempty"`
+	HeadRows    int    `json:"head_rows,omitempty"`
+	PruneNote   string `json:"prune_note,omitempty"`
 }
 
 // AcceptanceRate is accepted ÷ drafted.
@@ -151,13 +194,15 @@ type Decoder struct {
 	filledFrom int32                 // first node added by n-gram filling, or -1
 	fillNodes  []int32
 	ngcache    *NgramCache // under a governor: filling's multi-source n-gram cache
+
+	lv leverState
 }
 
 // NewDecoder sets up decoding on a target state. draft may be nil when the
 // mode does not need a draft model (off, ngram, or auto without one).
 func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafter, cfg Config) (*Decoder, error) {
 	cfg.defaults()
-	if draft == nil && (cfg.Mode == Chain || cfg.Mode == TreeM) {
+	if draft == nil && (cfg.Mode == Chain || cfg.Mode == TreeM || cfg.Mode == Lever) {
 		return nil, fmt.Errorf("spec: mode %v needs a draft model", cfg.Mode)
 	}
 	vocab := target.Model().Config.Vocab
@@ -172,6 +217,11 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 	}
 	d.gov = cfg.Governor
 	d.targetHook = d.targetLayer
+	if cfg.Mode == Lever {
+		if err := d.lv.init(d); err != nil {
+			return nil, err
+		}
+	}
 	if d.gov != nil {
 		if d.ngram == nil {
 			d.ngram = NewNgram(cfg.NgramMin, cfg.NgramMax)
@@ -268,13 +318,15 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.batch.Tokens = append(d.batch.Tokens, d.tree.Tokens[i])
 		d.batch.Parent = append(d.batch.Parent, d.tree.Parent[i]+1)
 	}
-	if err := d.forward(d.batch); err != nil {
+	if err := d.verifyForward(d.batch); err != nil {
 		return out, err
 	}
 	if err := d.predictLogits(); err != nil {
 		return out, err
 	}
+	d.verify.skip = d.lv.pruned
 	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
+	d.verify.skip = nil
 	d.path = path
 	if err != nil {
 		return out, err
@@ -325,6 +377,11 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	}
 	if d.filledFrom >= 0 {
 		d.stats.Filled += n - int(d.filledFrom)
+	}
+	if d.cfg.Mode == Lever {
+		d.lv.afterStep(d, path, bonus)
+		d.lv.observeOverhead(d, n, time.Since(t0))
+		d.lv.learnScales(d)
 	}
 	t3 := time.Now()
 	d.stats.DraftTime += t1.Sub(t0)
@@ -415,6 +472,9 @@ func (d *Decoder) draftedNodes() int {
 // demand, so the LM head still never runs on rows nobody asked for.
 func (d *Decoder) predictLogits() error {
 	d.predicted = d.predicted[:0]
+	if d.cfg.Mode == Lever {
+		return d.lv.predictLogits(d)
+	}
 	if d.cfg.RowByRowHead {
 		return nil
 	}
@@ -432,11 +492,19 @@ func (d *Decoder) predictLogits() error {
 		}
 		node, row = next, int(next)+1
 	}
+	return d.headPass()
+}
+
+// headPass computes the logits of the rows in d.predicted in one pass.
+func (d *Decoder) headPass() error {
 	vocab := len(d.logits)
 	if need := len(d.predicted) * vocab; cap(d.predLogits) < need {
 		d.predLogits = make([]float32, need)
 	}
 	d.predLogits = d.predLogits[:len(d.predicted)*vocab]
+	d.stats.HeadRows += len(d.predicted)
+	t0 := time.Now()
+	defer func() { d.lv.modelTime += time.Since(t0) }()
 	return d.target.Logits(d.predicted, d.predLogits)
 }
 
@@ -448,7 +516,11 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 		}
 	}
 	d.rows = append(d.rows[:0], row)
-	if err := d.target.Logits(d.rows, d.logits); err != nil {
+	d.stats.HeadRows++
+	t0 := time.Now()
+	err := d.target.Logits(d.rows, d.logits)
+	d.lv.modelTime += time.Since(t0)
+	if err != nil {
 		return nil, err
 	}
 	return d.logits, nil
@@ -472,6 +544,17 @@ func (d *Decoder) makeDraft() error {
 	case TreeM:
 		d.lastDraftKind = draftModel
 		return d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
+	case Lever:
+		d.lastDraftKind = draftModel
+		var err error
+		if d.cfg.NoGainCost || d.lv.cost == nil {
+			err = d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
+		} else {
+			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}, &d.tree)
+		}
+		d.stats.DraftPasses += d.draft.DraftPasses()
+		d.stats.MaxTree = max(d.stats.MaxTree, d.tree.Len())
+		return err
 	}
 	// Auto: n-gram lookup is nearly free, so try it first; the controller
 	// sizes the model draft (possibly to nothing).

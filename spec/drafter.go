@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"shade/model"
 	"shade/sample"
@@ -42,6 +43,23 @@ type ModelDrafter struct {
 	ranks     *RankStats
 	batch     model.Batch
 
+	// Per node of the last draft: the draft's probability of its token at
+	// its parent, and the estimated chance the whole path to it is
+	// accepted. shadows[i+1] are node i's (shadows[0] the pending token's)
+	// most likely children by the draft, whether drafted or not: the
+	// verification pruner scores tree nodes against them.
+	nodeQ     []float64
+	nodeGain  []float64 // the estimate, corrected by depth
+	nodeRaw   []float64 // the product of per-node estimates along the path
+	nodeDepth []int
+	shadows   [][]int32
+	passes    int // draft passes of the last Draft after the catch-up one
+	// modelTime is the time the last Draft spent in the model's passes
+	// and head: the rest of its time is book-keeping.
+	modelTime time.Duration
+	passRows  []int // rows of each of those passes (the catch-up first)
+	heap      candHeap
+
 	// gov, when set, is asked after every draft layer whether to stop.
 	gov       Governor
 	hook      func(layer int) error // d.layerHook, bound once
@@ -55,6 +73,7 @@ type cand struct {
 	score  float64 // log of the estimated chance the node is accepted
 	rank   int     // 0 for its parent's most likely child, 1 for the next, …
 	order  int     // rank among its siblings' draws (stochastic drafts)
+	prob   float64 // the draft's probability of tok at parent
 	q      []sample.Candidate
 }
 
@@ -95,6 +114,8 @@ func (d *ModelDrafter) layerHook(layer int) error {
 // run runs every layer of the pass in flight; false when the governor
 // preempted it (the pass is then abandoned).
 func (d *ModelDrafter) run() (bool, error) {
+	t0 := time.Now()
+	defer func() { d.modelTime += time.Since(t0) }()
 	err := d.s.RunLayers(0, d.m.Config.Layers, d.hook)
 	if err == errPreempted {
 		d.s.Abandon()
@@ -131,44 +152,22 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 	if len(ctx) == 0 || shape.Max <= 0 || shape.Depth <= 0 || shape.Width <= 0 {
 		return nil
 	}
-	// Catch up: keep the common prefix, feed the rest (always ≥ 1 token).
-	common := 0
-	for common < len(d.seen) && common < len(ctx)-1 && d.seen[common] == ctx[common] {
-		common++
-	}
-	if err := d.s.Truncate(common); err != nil {
-		return err
-	}
-	d.seen = d.seen[:common]
-	feed := ctx[common:]
-	d.catchup = len(feed)
-	if common+len(feed)+shape.Max+1 > d.s.Cache.Cap() {
-		return fmt.Errorf("spec: draft context full (%d tokens)", d.s.Cache.Cap())
-	}
-	d.fed = d.fed[:0]
-	d.nodeRow = d.nodeRow[:0]
-	d.nodeRanks = d.nodeRanks[:0]
-	if err := d.s.Begin(model.Chain(feed)); err != nil {
-		return err
-	}
-	if ok, err := d.run(); !ok {
-		// Preempted while catching up: nothing is drafted, and the fed
-		// tokens are fed again next time.
-		return err
-	}
-	d.rootRow = int32(len(feed) - 1)
-	if err := d.s.Logits([]int{len(feed) - 1}, d.logits); err != nil {
+	if ok, err := d.catchUp(ctx, shape.Max); !ok {
 		return err
 	}
 	vocab := d.m.Config.Vocab
+	// Candidates: the best children of every frontier node.
 	frontier := []int32{-1}
 	frontierScore := []float64{0}
-	nextRow := int32(len(feed))
+	nextRow := int32(d.rootRow + 1)
+	d.noteShadows(-1, d.logits[:vocab], shape.Width)
 	for depth := 1; depth <= shape.Depth && t.Len() < shape.Max; depth++ {
-		// Candidates: the best children of every frontier node.
 		d.cands = d.cands[:0]
 		for k, p := range frontier {
 			row := d.logits[k*vocab : (k+1)*vocab]
+			if p >= 0 {
+				d.noteShadows(p, row, shape.Width)
+			}
 			d.expand(p, frontierScore[k], row, shape.Width)
 		}
 		chosen := d.choose(min(shape.Width, shape.Max-t.Len()))
@@ -178,52 +177,143 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 		frontier = frontier[:0]
 		frontierScore = frontierScore[:0]
 		for _, c := range chosen {
-			d.nodeRanks = append(d.nodeRanks, c.rank)
-			frontier = append(frontier, t.Add(c.tok, c.parent, c.q))
+			frontier = append(frontier, d.addNode(t, c))
 			frontierScore = append(frontierScore, c.score)
-			d.fed = append(d.fed, false)
-			d.nodeRow = append(d.nodeRow, -1)
 		}
 		if depth == shape.Depth || t.Len() >= shape.Max {
 			break
 		}
 		// Feed the new level in one batched pass to expand it next.
-		d.batch.Tokens = d.batch.Tokens[:0]
-		d.batch.Parent = d.batch.Parent[:0]
-		for _, n := range frontier {
-			parentRow := d.rootRow
-			if p := t.Parent[n]; p >= 0 {
-				parentRow = d.nodeRow[p]
-			}
-			d.batch.Tokens = append(d.batch.Tokens, t.Tokens[n])
-			d.batch.Parent = append(d.batch.Parent, parentRow)
-			d.nodeRow[n] = nextRow
-			d.fed[n] = true
-			nextRow++
-		}
-		if err := d.s.Extend(d.batch); err != nil {
-			return err
-		}
-		if ok, err := d.run(); !ok {
-			// Preempted: the level just chosen stays in the tree, unfed.
-			for _, n := range frontier {
-				d.fed[n], d.nodeRow[n] = false, -1
-			}
-			return err
-		}
-		if cap(d.logits) < len(frontier)*vocab {
-			d.logits = make([]float32, len(frontier)*vocab)
-		}
-		d.logits = d.logits[:len(frontier)*vocab]
-		d.rows = d.rows[:0]
-		for k := range frontier {
-			d.rows = append(d.rows, k)
-		}
-		if err := d.s.Logits(d.rows, d.logits); err != nil {
+		ok, err := d.feed(t, frontier, &nextRow)
+		if !ok {
 			return err
 		}
 	}
 	return nil
+}
+
+// catchUp feeds the draft what the target accepted that it has not seen
+// (always at least the pending token) and leaves the pending token's
+// logits in d.logits; false when the governor preempted it.
+func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
+	// Keep the common prefix, feed the rest (always ≥ 1 token).
+	common := 0
+	for common < len(d.seen) && common < len(ctx)-1 && d.seen[common] == ctx[common] {
+		common++
+	}
+	if err := d.s.Truncate(common); err != nil {
+		return false, err
+	}
+	d.seen = d.seen[:common]
+	feed := ctx[common:]
+	d.catchup = len(feed)
+	if common+len(feed)+maxNodes+1 > d.s.Cache.Cap() {
+		return false, fmt.Errorf("spec: draft context full (%d tokens)", d.s.Cache.Cap())
+	}
+	d.fed = d.fed[:0]
+	d.nodeRow = d.nodeRow[:0]
+	d.nodeRanks = d.nodeRanks[:0]
+	d.nodeQ = d.nodeQ[:0]
+	d.nodeGain = d.nodeGain[:0]
+	d.nodeRaw = d.nodeRaw[:0]
+	d.nodeDepth = d.nodeDepth[:0]
+	d.shadows = d.shadows[:0]
+	d.passes = 0
+	d.modelTime = 0
+	d.passRows = append(d.passRows[:0], len(feed))
+	if err := d.s.Begin(model.Chain(feed)); err != nil {
+		return false, err
+	}
+	if ok, err := d.run(); !ok {
+		// Preempted while catching up: nothing is drafted, and the fed
+		// tokens are fed again next time.
+		return false, err
+	}
+	d.rootRow = int32(len(feed) - 1)
+	d.logits = d.logits[:d.m.Config.Vocab]
+	t0 := time.Now()
+	err := d.s.Logits([]int{len(feed) - 1}, d.logits)
+	d.modelTime += time.Since(t0)
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// addNode adds a chosen candidate to the tree with its book-keeping.
+func (d *ModelDrafter) addNode(t *Tree, c cand) int32 {
+	n := t.Add(c.tok, c.parent, c.q)
+	d.nodeRanks = append(d.nodeRanks, c.rank)
+	d.nodeQ = append(d.nodeQ, c.prob)
+	raw, depth := d.ranks.accept(c.prob, c.rank), 1
+	if c.parent >= 0 {
+		raw *= d.nodeRaw[c.parent]
+		depth = d.nodeDepth[c.parent] + 1
+	}
+	d.nodeRaw = append(d.nodeRaw, raw)
+	d.nodeDepth = append(d.nodeDepth, depth)
+	d.nodeGain = append(d.nodeGain, raw*d.ranks.depthFactor(depth))
+	d.fed = append(d.fed, false)
+	d.nodeRow = append(d.nodeRow, -1)
+	for len(d.shadows) < t.Len()+1 {
+		d.shadows = append(d.shadows, nil)
+	}
+	return n
+}
+
+// feed runs the given tree nodes through the draft in one batched pass
+// (Extend), leaving their logits in d.logits in order; false when the
+// governor preempted the pass (the nodes stay in the tree, unfed).
+func (d *ModelDrafter) feed(t *Tree, nodes []int32, nextRow *int32) (bool, error) {
+	vocab := d.m.Config.Vocab
+	d.batch.Tokens = d.batch.Tokens[:0]
+	d.batch.Parent = d.batch.Parent[:0]
+	for _, n := range nodes {
+		parentRow := d.rootRow
+		if p := t.Parent[n]; p >= 0 {
+			parentRow = d.nodeRow[p]
+		}
+		d.batch.Tokens = append(d.batch.Tokens, t.Tokens[n])
+		d.batch.Parent = append(d.batch.Parent, parentRow)
+		d.nodeRow[n] = *nextRow
+		d.fed[n] = true
+		*nextRow++
+	}
+	if err := d.s.Extend(d.batch); err != nil {
+		return false, err
+	}
+	d.passes++
+	d.passRows = append(d.passRows, len(nodes))
+	if ok, err := d.run(); !ok {
+		for _, n := range nodes {
+			d.fed[n], d.nodeRow[n] = false, -1
+		}
+		return false, err
+	}
+	if cap(d.logits) < len(nodes)*vocab {
+		d.logits = make([]float32, len(nodes)*vocab)
+	}
+	d.logits = d.logits[:len(nodes)*vocab]
+	d.rows = d.rows[:0]
+	for k := range nodes {
+		d.rows = append(d.rows, k)
+	}
+	t0 := time.Now()
+	err := d.s.Logits(d.rows, d.logits)
+	d.modelTime += time.Since(t0)
+	return true, err
+}
+
+// shadowCount is how many of the draft's most likely children of a node
+// beyond those drafted are kept for the pruner's normalisation.
+const shadowCount = 4
+
+// noteShadows records node p's most likely children by the draft.
+func (d *ModelDrafter) noteShadows(p int32, logits []float32, width int) {
+	for len(d.shadows) < int(p)+2 {
+		d.shadows = append(d.shadows, nil)
+	}
+	d.shadows[p+1] = topIDs(logits, width+shadowCount)
 }
 
 // expand adds up to width candidate children of node p to d.cands.
@@ -231,8 +321,9 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 	if d.sampler.Params().Greedy() {
 		lse := logSumExp(logits)
 		for rank, id := range topIDs(logits, width) {
-			d.cands = append(d.cands, cand{parent: p, tok: id, rank: rank,
-				score: score + d.nodeScore(rank, float64(logits[id])-lse)})
+			lp := float64(logits[id]) - lse
+			d.cands = append(d.cands, cand{parent: p, tok: id, rank: rank, order: rank, prob: math.Exp(lp),
+				score: score + d.nodeScore(rank, lp)})
 		}
 		return
 	}
@@ -261,7 +352,7 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 		if pick < 0 {
 			break
 		}
-		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, rank: order, order: order, q: q,
+		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, rank: order, order: order, q: q, prob: float64(q[pick].P),
 			score: score + d.nodeScore(order, math.Log(float64(q[pick].P)))})
 		mass -= left[pick]
 		left[pick] = 0
@@ -281,6 +372,75 @@ const maxRanks = 16
 type RankStats struct {
 	mu                sync.Mutex
 	drafted, accepted [maxRanks]float64
+	// The same by the draft's probability of the node (probBins equal
+	// bins), apart for first-ranked children and the others: how far the
+	// draft's confidence is from the target's verdict.
+	probDrafted, probAccepted [2][probBins]float64
+	top                       float64 // running mean of the draft's top child probability
+	topN                      int
+	// By depth: the estimated path acceptance of the nodes drafted there
+	// (before this correction) and how many were accepted. Per-node
+	// estimates multiplied along a path drift from what is observed as
+	// paths grow; their ratio corrects the product.
+	depthPred, depthAcc [maxDepthStats]float64
+}
+
+const maxDepthStats = 64
+
+// depthFactor is observed ÷ estimated acceptance of nodes at a depth
+// (1 before any observation).
+func (st *RankStats) depthFactor(depth int) float64 {
+	d := min(depth, maxDepthStats-1)
+	const weight = 2 // prior strength, in accepted nodes
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return (st.depthAcc[d] + weight) / (st.depthPred[d] + weight)
+}
+
+const probBins = 10
+
+// noteTop records the draft's probability of its most likely child at an
+// expanded node: what the next expansion's best child can be expected to
+// have before it is drafted.
+func (st *RankStats) noteTop(q float64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.topN == 0 {
+		st.top = q
+	} else {
+		st.top = 0.95*st.top + 0.05*q
+	}
+	st.topN++
+}
+
+// topProb is the running mean of noteTop (0.5 before any).
+func (st *RankStats) topProb() float64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.topN == 0 {
+		return 0.5
+	}
+	return st.top
+}
+
+// accept is the estimated chance that a node of the given sibling rank,
+// to which the draft gave probability q, is accepted once its parent is:
+// what was observed for drafts of that confidence and rank (first or
+// not), starting from what was observed for the rank as a whole. A
+// draft's probabilities can be far from its agreement with the target
+// (a small draft over a large vocabulary is unsure and yet right), so the
+// draft's own q is only the prior of last resort.
+func (st *RankStats) accept(q float64, rank int) float64 {
+	q = min(max(q, 0), 1)
+	b := min(int(q*probBins), probBins-1)
+	r := min(rank, 1)
+	const weight = 4 // prior strength, in observations
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	rk := min(rank, maxRanks-1)
+	w := st.drafted[rk] / (st.drafted[rk] + 2*weight)
+	prior := w*(st.accepted[rk]/max(st.drafted[rk], 1e-9)) + (1-w)*q
+	return (st.probAccepted[r][b] + weight*prior) / (st.probDrafted[r][b] + weight)
 }
 
 // nodeScore is the log of the estimated chance that a node of the given
@@ -315,14 +475,35 @@ func (d *ModelDrafter) observe(t *Tree, path []int32) {
 		st.drafted[i] *= 0.98
 		st.accepted[i] *= 0.98
 	}
+	for r := range st.probDrafted {
+		for i := range st.probDrafted[r] {
+			st.probDrafted[r][i] *= 0.99
+			st.probAccepted[r][i] *= 0.99
+		}
+	}
+	for i := range st.depthPred {
+		st.depthPred[i] *= 0.98
+		st.depthAcc[i] *= 0.98
+	}
+	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRaw); n++ {
+		dp := min(d.nodeDepth[n], maxDepthStats-1)
+		st.depthPred[dp] += d.nodeRaw[n]
+		if kept[n] {
+			st.depthAcc[dp]++
+		}
+	}
 	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRanks); n++ {
 		if !reached[t.Parent[n]] {
 			continue
 		}
 		r := min(d.nodeRanks[n], maxRanks-1)
 		st.drafted[r]++
+		b := min(int(d.nodeQ[n]*probBins), probBins-1)
+		pr := min(d.nodeRanks[n], 1)
+		st.probDrafted[pr][b]++
 		if kept[n] {
 			st.accepted[r]++
+			st.probAccepted[pr][b]++
 		}
 	}
 }

@@ -4,7 +4,11 @@
 // model as chain or tree, an n-gram drafter over the prompt and the text so
 // far, or both), and the controller that sizes drafts from the acceptance
 // and step costs it observes, with the Governor hook through which elastic
-// scheduling paces it (draft preemption, n-gram filling, sleeps). It drives
+// scheduling paces it (draft preemption, n-gram filling, sleeps). Lever
+// mode is the flash-aware design: gain-cost trees sized by the device's
+// cost model (package cost), predictor-based verification pruning at a
+// middle target layer (the predictor and its training live here), and the
+// lazy LM head along the accepted path. It drives
 // the model package's layer-granular tree forward; it knows nothing of
 // HTTP or the CLI.
 package spec

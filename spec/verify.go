@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"slices"
+
 	"shade/sample"
 )
 
@@ -18,6 +20,10 @@ type verifier struct {
 	sampler *sample.Sampler
 	p, q    []float32 // dense, vocab-sized
 	kids    []int32
+	// skip, when set, marks nodes pruned from verification: they are not
+	// candidates at all. Pruning drops a node with every later draw of its
+	// parent, so the children left stay a prefix of the draws.
+	skip []bool
 }
 
 func newVerifier(s *sample.Sampler, vocab int) *verifier {
@@ -38,6 +44,9 @@ func (v *verifier) walk(t *Tree, logits func(row int) ([]float32, error), path [
 			return path, 0, err
 		}
 		v.kids = t.Children(cur, v.kids[:0])
+		if v.skip != nil {
+			v.kids = slices.DeleteFunc(v.kids, func(k int32) bool { return v.skip[k] })
+		}
 		var next int32
 		var bonus int32
 		if v.sampler.Params().Greedy() {

@@ -24,7 +24,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "qos" {
 		return cmdBenchQoS(ctx, args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)\n       shade bench qos [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench qos -h)", stderr)
+	if len(args) > 0 && args[0] == "flash" {
+		return cmdBenchFlash(ctx, args[1:], stdout, stderr)
+	}
+	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)\n       shade bench flash [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench flash -h)\n       shade bench qos [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench qos -h)", stderr)
 	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
@@ -139,9 +142,9 @@ func benchModel(stderr io.Writer) (string, error) {
 }
 
 func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--policy balanced|ui-first|off] [--modes off,chain,tree,ngram,auto] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
+	fs := newFlagSet("bench spec", "bench spec -m TARGET.gguf [--draft DRAFT.gguf] [--policy balanced|ui-first|off] [--modes off,chain,tree,ngram,auto,lever] [-n N] [--prompts FILE.jsonl] [--json]", stderr)
 	modelPath := fs.String("m", "", "target model `file`")
-	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare; off (plain decoding) always runs first as the baseline")
+	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare (off, chain, tree, ngram, auto, lever); off (plain decoding) always runs first as the baseline")
 	n := fs.Int("n", 64, "tokens generated per prompt")
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: five built-in prompts: story, math, code, chat)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
@@ -187,7 +190,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n, Governor: specCfg.Governor,
-		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth,
+		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth, Base: specCfg,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
 	if err != nil {
 		return err

@@ -40,9 +40,11 @@ var calibrators []calibrator
 func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var kinds []string
 	for _, c := range calibrators {
-		kinds = append(kinds, c.name)
+		if c.name != "cost" { // the default, without a flag
+			kinds = append(kinds, c.name)
+		}
 	}
-	fs := newFlagSet("calibrate", "calibrate -m MODEL.gguf [--draft DRAFT.gguf] [--"+strings.Join(kinds, " | --")+"] [flags]", stderr)
+	fs := newFlagSet("calibrate", "calibrate -m MODEL.gguf [--draft DRAFT.gguf] [--"+strings.Join(kinds, " | --")+"] [flags]\n       (without a --KIND flag: the cost model of speculative steps)", stderr)
 	a := &calibrateArgs{}
 	fs.StringVar(&a.model, "m", "", "target model `file`")
 	fs.StringVar(&a.draft, "draft", "", "draft model `file`")

@@ -1,6 +1,6 @@
 // Command shade runs Llama-family GGUF models on the CPU. Subcommands: run,
-// inspect, synth, perplexity, bench (and bench spec, bench qos), serve, chat,
-// pull, calibrate, fg.
+// inspect, synth, perplexity, bench (and bench spec, bench flash, bench qos),
+// serve, chat, pull, calibrate, fg.
 // `shade help` lists them; `shade CMD -h` gives each one's flags.
 package main
 

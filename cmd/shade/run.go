@@ -86,6 +86,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer e.Close()
+	// Lever's cost model is measured (if not stored) before layers stream,
+	// so its compute timings are not I/O.
+	if mode == spec.Lever {
+		if _, err := e.Lever(stderr); err != nil {
+			return err
+		}
+	}
 	if err := bf.apply(e, stderr); err != nil {
 		return err
 	}
@@ -147,6 +154,17 @@ func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mo
 	if total > 0 {
 		fmt.Fprintf(w, "  time: draft %.0f%%, verify %.0f%%, other %.0f%% | %.1f tok/s\n",
 			100*s.DraftTime.Seconds()/total.Seconds(), 100*s.VerifyTime.Seconds()/total.Seconds(), 100*s.OtherTime.Seconds()/total.Seconds(), st.GenTPS)
+	}
+	if mode == spec.Lever {
+		steps := max(float64(s.Steps), 1)
+		fmt.Fprintf(w, "  lever: tree %.1f nodes per step (largest %d), %.2f draft passes per step; LM head %d rows (%.2f per step)\n",
+			float64(s.Drafted)/steps, s.MaxTree, float64(s.DraftPasses)/steps, s.HeadRows, float64(s.HeadRows)/steps)
+		if s.PruneNote != "" {
+			fmt.Fprintf(w, "  pruning %s\n", s.PruneNote)
+		} else {
+			fmt.Fprintf(w, "  pruning: %d rows pruned in %d of %d steps (%.1f%% of drafted), %d of them the target would have kept\n",
+				s.Pruned, s.PruneSteps, s.Steps, 100*float64(s.Pruned)/max(float64(s.Drafted), 1), s.PrunedLost)
+		}
 	}
 	if ar != nil && ar.GenTPS > 0 {
 		fmt.Fprintf(w, "  autoregressive: %.1f tok/s; speculative: %.1f tok/s; speedup %.2f×\n", ar.GenTPS, st.GenTPS, st.GenTPS/ar.GenTPS)

@@ -55,6 +55,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer e.Close()
+	// Lever's cost model is measured (if not stored) before layers stream,
+	// so its compute timings are not I/O.
+	if cfg.Mode == spec.Lever {
+		if _, err := e.Lever(stderr); err != nil {
+			return err
+		}
+	}
 	if err := bf.apply(e, stderr); err != nil {
 		return err
 	}

@@ -1,0 +1,131 @@
+package cost
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"shade/model"
+)
+
+func toy() *Model {
+	return &Model{
+		Batches:     []int{1, 2, 4},
+		DraftPass:   []float64{1, 1.5, 2.5},
+		TargetLayer: []float64{0.1, 0.1, 0.2},
+		TargetHead:  []float64{0.05, 0.06, 0.08},
+		Layers:      10,
+		LayerBytes:  100,
+		DiskBps:     200, // 0.5 s per streamed layer
+		Direct:      true,
+	}
+}
+
+func TestInterpolation(t *testing.T) {
+	m := toy()
+	cases := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"draft at a measured size", m.Draft(2), 1.5},
+		{"draft between sizes", m.Draft(3), 2},
+		{"draft beyond the largest", m.Draft(6), 3.5},
+		{"draft of nothing", m.Draft(0), 0},
+		{"layer below the smallest", m.Layer(1), 0.1},
+		{"head between", m.Head(3), 0.07},
+		{"verify resident", m.VerifyRows(4), 2},
+	}
+	for _, c := range cases {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// Streamed layers cost their read time whatever the rows, until compute
+	// takes longer.
+	m.StreamedLayers = 4
+	if got, want := m.VerifyRows(1), 6*0.1+4*0.5; math.Abs(got-want) > 1e-12 {
+		t.Errorf("verify with 4 streamed layers: %v, want %v", got, want)
+	}
+	if m.VerifyRows(4)-m.VerifyRows(1) > 6*0.1+1e-12 {
+		t.Error("streamed layers' read was charged per row")
+	}
+	// Pruning after layer 5: the remaining layers run only the kept rows.
+	m.StreamedLayers = 0
+	if got, want := m.Verify(4, 1, 5), 5*0.2+5*0.1; math.Abs(got-want) > 1e-12 {
+		t.Errorf("verify pruned at 5: %v, want %v", got, want)
+	}
+	m.StreamBps = 100
+	if m.LayerIO() != 1 {
+		t.Errorf("the streamer's rate is not used: %v", m.LayerIO())
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []func(m *Model){
+		func(m *Model) { m.Batches = nil },
+		func(m *Model) { m.Batches = []int{1, 1, 2} },
+		func(m *Model) { m.DraftPass = m.DraftPass[:2] },
+		func(m *Model) { m.TargetLayer[1] = math.NaN() },
+		func(m *Model) { m.TargetHead[0] = -1 },
+		func(m *Model) { m.Layers = 0 },
+		func(m *Model) { m.DiskBps = math.Inf(1) },
+	}
+	if err := toy().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range bad {
+		m := toy()
+		f(m)
+		if m.Validate() == nil {
+			t.Errorf("case %d: invalid model accepted", i)
+		}
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "testdata", "conformance", "stories260K.gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("conformance pack missing")
+	}
+	target, err := model.Open(path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	o := Quick()
+	o.Batches = []int{1, 4, 16}
+	m, err := Measure(target, target, path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.TargetLayer) != 3 || m.Draft(1) <= 0 || m.Layer(16) <= 0 || m.Head(4) <= 0 || m.Layers != target.Config.Layers {
+		t.Errorf("implausible measurement: %+v", m)
+	}
+	// stories260K is smaller than one of the streamer's reads: its rate
+	// stays unknown rather than being made up.
+	if m.DiskBps != 0 {
+		t.Errorf("storage rate %v from a file smaller than one read", m.DiskBps)
+	}
+	if _, err := Measure(target, nil, "", Options{Batches: []int{0, 2}}); err == nil {
+		t.Error("batch size 0 accepted")
+	}
+}
+
+func TestFitComputeScale(t *testing.T) {
+	m := toy()
+	m.StreamedLayers = 2
+	for _, want := range []float64{0.5, 1, 3} {
+		c := *m
+		c.ComputeScale = want
+		took := c.Verify(4, 2, 5)
+		got, ok := m.FitComputeScale(4, 2, 5, took)
+		if !ok || math.Abs(got-want) > 1e-6 {
+			t.Errorf("scale %v: fitted %v (%v)", want, got, ok)
+		}
+	}
+	if _, ok := m.FitComputeScale(1, 1, 10, 1e-9); ok {
+		t.Error("a pass faster than its reads was explained")
+	}
+}

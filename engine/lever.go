@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+
+	"shade/calib"
+	"shade/cost"
+	"shade/spec"
+)
+
+// Calibration kinds the engine reads from beside the target model.
+const (
+	CalibCost   = "cost"
+	CalibPruner = "pruner"
+)
+
+// LeverSetup is what Lever mode needs from calibration, resolved once per
+// engine: the cost model (stored, or measured quickly at start-up) and the
+// pruning predictor (stored, or none).
+type LeverSetup struct {
+	Cost       *cost.Model
+	CostSource string // "stored" or "measured at start-up"
+	Pruner     *spec.Pruner
+	PrunerNote string // why there is none, or where it came from
+	// Learned is what lever mode has learned of this machine's speed
+	// against the cost model; requests share it.
+	Learned *spec.LeverLearned
+}
+
+// Lever resolves (once) and returns the engine's Lever setup. log, if not
+// nil, is told what was loaded or measured.
+func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
+	e.leverMu.Lock()
+	defer e.leverMu.Unlock()
+	if e.lever != nil {
+		return e.lever, nil
+	}
+	ls := &LeverSetup{Learned: new(spec.LeverLearned)}
+	var stored cost.Model
+	ok := false
+	if e.Path != "" {
+		var err error
+		if ok, err = calib.Load(e.Path, CalibCost, &stored); err != nil {
+			return nil, err
+		}
+		if ok {
+			if err := stored.Validate(); err != nil {
+				return nil, fmt.Errorf("engine: stored cost model for %s: %w (run shade calibrate again)", e.Path, err)
+			}
+			if stored.Layers != e.Model.Config.Layers || (e.Draft != nil && stored.Draft(1) == 0) {
+				ok = false // calibrated without this draft, or another model
+			}
+		}
+	}
+	if ok {
+		ls.Cost, ls.CostSource = &stored, "stored"
+	} else {
+		m, err := cost.Measure(e.Model, e.Draft, e.Path, cost.Quick())
+		if err != nil {
+			return nil, fmt.Errorf("engine: measuring the cost model: %w", err)
+		}
+		ls.Cost, ls.CostSource = m, "measured at start-up"
+	}
+	ls.PrunerNote = "none stored (shade calibrate --pruner)"
+	if e.Path != "" {
+		var p spec.Pruner
+		ok, err := calib.Load(e.Path, CalibPruner, &p)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if err := p.Validate(e.Model.Config.Layers); err != nil {
+				ls.PrunerNote = fmt.Sprintf("stored one refused: %v", err)
+			} else {
+				ls.Pruner, ls.PrunerNote = &p, fmt.Sprintf("stored (layer %d, %d training nodes)", p.Layer, p.Samples)
+			}
+		}
+	}
+	if log != nil {
+		fmt.Fprintf(log, "lever: cost model %s in %v; pruning predictor: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote)
+	}
+	e.lever = ls
+	return ls, nil
+}
+
+// applyLever fills a Lever-mode config's cost model and predictor from the
+// engine's setup, unless the request brought its own.
+func (e *Engine) applyLever(cfg *spec.Config) error {
+	if cfg.Mode != spec.Lever {
+		return nil
+	}
+	ls, err := e.Lever(nil)
+	if err != nil {
+		return err
+	}
+	if cfg.Cost == nil {
+		c := *ls.Cost
+		e.streamedCost(&c)
+		cfg.Cost = &c
+	}
+	if cfg.Pruner == nil && !cfg.NoPrune {
+		cfg.Pruner = ls.Pruner
+	}
+	if cfg.Learned == nil {
+		cfg.Learned = ls.Learned
+	}
+	return nil
+}
+
+// streamedCost tells a cost model which target layers stream under the
+// engine's DRAM budget now, and the streamer's own read rate once it has
+// read enough to measure it.
+func (e *Engine) streamedCost(c *cost.Model) {
+	c.StreamedLayers, c.Streamed, c.StreamBps = 0, nil, 0
+	if e.DRAMPlan == nil || len(e.DRAMPlan.Streamed) == 0 {
+		return
+	}
+	c.StreamedLayers = len(e.DRAMPlan.Streamed)
+	c.Streamed = make([]bool, c.Layers)
+	for _, l := range e.DRAMPlan.Streamed {
+		if l >= 0 && l < c.Layers {
+			c.Streamed[l] = true
+		}
+	}
+	if e.Stream != nil {
+		if st := e.Stream.Stats(); st.BytesRead >= 256<<20 && st.ReadGBps > 0 {
+			c.StreamBps = st.ReadGBps * 1e9
+		}
+	}
+}

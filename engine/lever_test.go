@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"shade/calib"
+	"shade/cost"
+	"shade/sample"
+	"shade/spec"
+)
+
+// copyModel copies a conformance model into a temporary directory, so that
+// calibrations stored beside it do not touch the shared pack.
+func copyModel(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(conformanceDir, name))
+	if err != nil {
+		t.Skipf("%s: %v", name, err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLeverModeAndCalibrations(t *testing.T) {
+	path := copyModel(t, "stories260K.gguf")
+	e, err := Load(path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	noop := func(string) error { return nil }
+	req := Request{Prompt: "Once upon a time", MaxTokens: 40, Sampling: sample.Params{Temp: 0}}
+	plain, err := e.Generate(context.Background(), req, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without stored calibrations: the cost model is measured, pruning off.
+	r := req
+	r.Spec = spec.Config{Mode: spec.Lever}
+	st, err := e.Generate(context.Background(), r, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Tokens, plain.Tokens) {
+		t.Errorf("lever output differs from plain decoding")
+	}
+	if ls, _ := e.Lever(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
+		t.Errorf("setup without calibrations: %+v", ls)
+	}
+	if st.Spec.PruneNote == "" {
+		t.Error("stats do not say pruning is off")
+	}
+
+	// Stored ones are used by a new engine: a cost model that makes every
+	// layer stream slowly (big trees) and a predictor.
+	cm := *e.lever.Cost
+	cm.DiskBps, cm.LayerBytes = 1e6, 1e5
+	if _, err := calib.Save(path, CalibCost, &cm); err != nil {
+		t.Fatal(err)
+	}
+	p := &spec.Pruner{Layer: 3, Layers: 5, Version: 1, Mean: make([]float64, 6), Std: []float64{1, 1, 1, 1, 1, 1},
+		Weights: []float64{10, 0, 0, 0, 0, 0}, Bias: -5, Threshold: 0.7, MaxFrac: 0.9, MinKeep: 1}
+	if _, err := calib.Save(path, CalibPruner, p); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := Load(path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	if err := e2.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := e2.Lever(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.CostSource != "stored" || ls.Pruner == nil || ls.Cost.DiskBps != 1e6 {
+		t.Fatalf("stored calibrations not used: %+v", ls)
+	}
+	// Stream every layer as far as the cost model knows.
+	r.Spec = spec.Config{Mode: spec.Lever, Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}
+	st, err = e2.Generate(context.Background(), r, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Tokens, plain.Tokens) {
+		t.Errorf("lever with pruning: output differs from plain decoding")
+	}
+	if st.Spec.PruneNote != "" || st.Spec.MaxTree < 8 {
+		t.Errorf("with a stored predictor and streamed layers: note %q, largest tree %d", st.Spec.PruneNote, st.Spec.MaxTree)
+	}
+}
+
+// TestShortGenerationTimed: a generation that ends within its first decode
+// step still counts that step's time.
+func TestShortGenerationTimed(t *testing.T) {
+	e := load(t, "stories260K.gguf")
+	if err := e.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 2, Sampling: sample.Params{Temp: 0},
+		Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}}, func(string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GenTokens != 2 || st.GenDuration <= 0 || st.GenTPS <= 0 {
+		t.Errorf("2 tokens in one step: duration %v, %v tok/s", st.GenDuration, st.GenTPS)
+	}
+}

@@ -1,0 +1,224 @@
+package spec
+
+import (
+	"container/heap"
+	"slices"
+
+	"shade/cost"
+)
+
+// GainCost configures gain-cost drafting (DraftGainCost).
+type GainCost struct {
+	Cost     *cost.Model // the device's costs; required
+	MaxNodes int         // safety cap on the tree (and the context room)
+	// Unbatched expands one frontier node per draft pass (the ablation of
+	// batch-aware drafting); otherwise every frontier node worth
+	// expanding goes into one batched pass.
+	Unbatched bool
+	Width     int // children considered per expanded node (default 4)
+	// PerNode is the step's book-keeping per tree node beyond the model's
+	// passes (drafting, verification and commit in Go), in seconds: on a
+	// small model it is what stops trees from growing.
+	PerNode float64
+	// RowFloor is the least a verify row costs, in seconds, as observed
+	// (the slope of verify time against rows): reads and compute overlap
+	// less than the cost model's "the longer of the two" assumes.
+	RowFloor float64
+}
+
+// maxGainCostDepth bounds how deep a gain-cost tree may grow.
+const maxGainCostDepth = 32
+
+// DraftGainCost appends to t a tree shaped for the most expected tokens
+// per unit of step time (the Lever design). Each candidate node has a
+// gain, the estimated chance that it is accepted (the calibrated
+// acceptance of its draft probability times its parent's gain), and a
+// marginal cost from the cost model: one more verify row, plus a share of
+// a draft pass when a node is expanded to find its children. Nodes are
+// added in order of gain per marginal cost while that marginal rate is at
+// least the tree's average rate so far, E/T, with E the expected tokens of
+// the step (1 + the gains in the tree) and T its estimated time (draft
+// passes + the verify pass, whose streamed-layer reads are paid once
+// whatever the rows). Adding a node below that rate would lower the rate
+// of the whole step, so growth stops there: there is no fixed size budget,
+// only the safety cap. Frontier nodes worth expanding are expanded
+// together in one batched draft pass.
+//
+// Siblings are added in their draw order (greedy: rank order), so each
+// node's children stay a prefix of its draws and speculative sampling
+// over the tree remains exact.
+func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
+	d.preempted = false
+	if len(ctx) == 0 || g.MaxNodes <= 0 || g.Cost == nil {
+		return nil
+	}
+	if g.Width <= 0 {
+		g.Width = 4
+	}
+	if ok, err := d.catchUp(ctx, g.MaxNodes); !ok {
+		return err
+	}
+	cm := g.Cost
+	vocab := d.m.Config.Vocab
+	base := cm.VerifyRows(1) + cm.Head(1)
+	expect := 1.0                       // E: the bonus token is always produced
+	total := cm.Draft(d.catchup) + base // T
+	eps := max(1e-3*base, 1e-7)         // book-keeping per row, so free rows are not infinitely attractive
+	rate := func() float64 { return expect / total }
+	rowCost := func(rows int) float64 { return max(cm.VerifyRows(rows+1)-cm.VerifyRows(rows), g.RowFloor) + eps }
+
+	d.heap = d.heap[:0]
+	d.noteShadows(-1, d.logits[:vocab], g.Width)
+	d.pushChildren(-1, d.logits[:vocab], g.Width)
+	type key struct {
+		parent int32
+		order  int
+	}
+	taken := map[key]bool{}
+	expanded := map[int32]bool{}
+	nextRow := d.rootRow + 1
+	var toExpand []int32
+	for {
+		// Add candidates while each raises the step's rate.
+		added := 0
+		for d.heap.Len() > 0 && t.Len() < g.MaxNodes {
+			c := d.heap[0]
+			dc := rowCost(t.Len() + 1)
+			if c.score/dc < rate() {
+				break
+			}
+			heap.Pop(&d.heap)
+			if c.order > 0 && !taken[key{c.parent, c.order - 1}] {
+				continue // an earlier draw of its parent was not taken
+			}
+			taken[key{c.parent, c.order}] = true
+			d.addNode(t, c)
+			expect += c.score
+			total += dc
+			added++
+		}
+		// Expand the tree nodes whose best child would still raise the
+		// rate, counting the draft pass that finds their children.
+		toExpand = toExpand[:0]
+		for n := range int32(t.Len()) {
+			if !expanded[n] && t.Depth(n) < maxGainCostDepth {
+				toExpand = append(toExpand, n)
+			}
+		}
+		slices.SortStableFunc(toExpand, func(a, b int32) int {
+			switch {
+			case d.nodeGain[a] > d.nodeGain[b]:
+				return -1
+			case d.nodeGain[a] < d.nodeGain[b]:
+				return 1
+			}
+			return 0
+		})
+		childAccept := d.ranks.accept(d.ranks.topProb(), 0)
+		childGain := func(n int32) float64 {
+			return d.nodeRaw[n] * childAccept * d.ranks.depthFactor(d.nodeDepth[n]+1)
+		}
+		k, pass := 0, 0.0
+		rows := t.Len()
+		for _, n := range toExpand {
+			if rows >= g.MaxNodes {
+				break
+			}
+			dDraft := cm.Draft(k+1) - cm.Draft(k)
+			if g.Unbatched {
+				dDraft = cm.Draft(1)
+			}
+			gain := childGain(n)
+			if gain/(dDraft+rowCost(rows+1)) < rate() {
+				break
+			}
+			pass += dDraft
+			k++
+			rows++
+			if g.Unbatched {
+				break // small expansions run alone
+			}
+		}
+		if k == 0 {
+			if added == 0 {
+				return nil
+			}
+			continue
+		}
+		nodes := slices.Clone(toExpand[:k])
+		total += pass
+		ok, err := d.feed(t, nodes, &nextRow)
+		if !ok {
+			return err
+		}
+		for j, n := range nodes {
+			expanded[n] = true
+			row := d.logits[j*vocab : (j+1)*vocab]
+			d.noteShadows(n, row, g.Width)
+			d.pushChildren(n, row, g.Width)
+		}
+	}
+}
+
+// pushChildren puts node p's candidate children on the heap, scored by
+// their gain: the estimated chance the path to them is accepted.
+func (d *ModelDrafter) pushChildren(p int32, logits []float32, width int) {
+	d.cands = d.cands[:0]
+	d.expand(p, 0, logits, width)
+	parentRaw, depth := 1.0, 1
+	if p >= 0 {
+		parentRaw, depth = d.nodeRaw[p], d.nodeDepth[p]+1
+	}
+	parentGain := parentRaw * d.ranks.depthFactor(depth)
+	if len(d.cands) > 0 && d.cands[0].order == 0 {
+		d.ranks.noteTop(d.cands[0].prob)
+	}
+	for _, c := range d.cands {
+		c.score = parentGain * d.ranks.accept(c.prob, c.rank)
+		heap.Push(&d.heap, c)
+	}
+}
+
+// candHeap is a max-heap of candidates by score.
+type candHeap []cand
+
+func (h candHeap) Len() int           { return len(h) }
+func (h candHeap) Less(i, j int) bool { return h[i].score > h[j].score }
+func (h candHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(x any)        { *h = append(*h, x.(cand)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// Shadows returns the draft's most likely children of node n (-1: the
+// pending token) in the last draft, drafted or not; nil if n was not
+// expanded.
+func (d *ModelDrafter) Shadows(n int32) []int32 {
+	if int(n)+1 >= len(d.shadows) || n < -1 {
+		return nil
+	}
+	return d.shadows[n+1]
+}
+
+// NodeProb is the draft's probability of node n's token at its parent.
+func (d *ModelDrafter) NodeProb(n int32) float64 {
+	if n < 0 || int(n) >= len(d.nodeQ) {
+		return 0
+	}
+	return d.nodeQ[n]
+}
+
+// NodeGain is the estimated chance that the path to node n is accepted.
+func (d *ModelDrafter) NodeGain(n int32) float64 {
+	if n < 0 || int(n) >= len(d.nodeGain) {
+		return 0
+	}
+	return d.nodeGain[n]
+}
+
+// DraftPasses is the number of draft passes the last draft ran after
+// catching up.
+func (d *ModelDrafter) DraftPasses() int { return d.passes }

@@ -1,0 +1,267 @@
+package spec
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"shade/cost"
+	"shade/model"
+	"shade/sample"
+)
+
+// toyCost is a cost model where a verify pass costs compute per row on
+// every layer plus, for streamed layers, a read of io seconds paid once.
+func toyCost(layers, streamed int, io, perRow, draft float64) *cost.Model {
+	m := &cost.Model{
+		Batches: []int{1, 64}, Layers: layers, LayerBytes: 1 << 20, DiskBps: float64(1<<20) / max(io, 1e-12),
+		DraftPass:   []float64{draft, 4 * draft},
+		TargetLayer: []float64{perRow, 64 * perRow},
+		TargetHead:  []float64{perRow, 8 * perRow},
+		Direct:      true, StreamedLayers: streamed,
+	}
+	if io == 0 {
+		m.DiskBps = 0
+	}
+	return m
+}
+
+// aggressivePruner prunes every node whose lens share among its siblings
+// and shadows is under about 0.6, as far as the safeguards allow.
+func aggressivePruner(layer int) *Pruner {
+	return &Pruner{Layer: layer, Version: pruneVersion, Mean: make([]float64, PruneFeatures), Std: []float64{1, 1, 1, 1, 1, 1},
+		Weights: []float64{10, 0, 0, 0, 0, 0}, Bias: -5, Threshold: 0.7, MaxFrac: 0.9, MinKeep: 1}
+}
+
+func TestGainCostTreeSize(t *testing.T) {
+	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	L := target.Config.Layers
+	cases := []struct {
+		name       string
+		cm         *cost.Model
+		cap        int
+		unbatched  bool
+		minN, maxN int // bounds on the mean tree size
+	}{
+		// Verify rows are dear and reads free: only near-certain nodes pay.
+		{"compute-bound", toyCost(L, 0, 0, 1e-3, 1e-3), 64, false, 0, 6},
+		// Every layer streamed at 50 ms: rows are nearly free, trees grow.
+		{"io-bound", toyCost(L, L, 50e-3, 1e-5, 1e-4), 64, false, 12, 64},
+		{"io-bound, capped", toyCost(L, L, 50e-3, 1e-5, 1e-4), 10, false, 5, 10},
+		{"io-bound, unbatched", toyCost(L, L, 50e-3, 1e-5, 1e-4), 64, true, 8, 64},
+	}
+	p := sample.Params{Temp: 0}
+	for _, tc := range cases {
+		dr, err := NewModelDrafter(f16, 256, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := slices.Clone(prompts[0])
+		var sizes, passes []int
+		for range 5 {
+			var tr Tree
+			if err := dr.DraftGainCost(ctx, GainCost{Cost: tc.cm, MaxNodes: tc.cap, Unbatched: tc.unbatched}, &tr); err != nil {
+				t.Fatal(err)
+			}
+			if tr.Len() > tc.cap {
+				t.Errorf("%s: tree of %d nodes over the cap %d", tc.name, tr.Len(), tc.cap)
+			}
+			for i, par := range tr.Parent {
+				if par >= int32(i) {
+					t.Fatalf("%s: node %d has parent %d (parents must come first)", tc.name, i, par)
+				}
+			}
+			// Siblings come in rank order: the draft's probabilities fall.
+			for par := int32(-1); par < int32(tr.Len()); par++ {
+				kids := tr.Children(par, nil)
+				for j := 1; j < len(kids); j++ {
+					if dr.NodeProb(kids[j]) > dr.NodeProb(kids[j-1]) {
+						t.Errorf("%s: siblings out of rank order", tc.name)
+					}
+				}
+			}
+			sizes = append(sizes, tr.Len())
+			passes = append(passes, dr.DraftPasses())
+			if err := dr.Accepted(ctx, &tr, nil); err != nil {
+				t.Fatal(err)
+			}
+			ctx = append(ctx, 300)
+		}
+		mean := 0
+		for _, s := range sizes {
+			mean += s
+		}
+		mean /= len(sizes)
+		if mean < tc.minN || mean > tc.maxN {
+			t.Errorf("%s: mean tree size %d (sizes %v), want in [%d, %d]", tc.name, mean, sizes, tc.minN, tc.maxN)
+		}
+		t.Logf("%s: sizes %v, draft passes %v", tc.name, sizes, passes)
+	}
+}
+
+func TestLeverGreedyLossless(t *testing.T) {
+	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	drafts := map[string]*model.Model{
+		"self":   target,
+		"f16":    openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf")),
+		"random": randomDraft(t),
+	}
+	L := target.Config.Layers
+	io := toyCost(L, L, 20e-3, 1e-5, 1e-4)
+	full := Config{Mode: Lever, Cost: io, Pruner: aggressivePruner(DefaultPruneLayer(L))}
+	configs := map[string]Config{"full": full}
+	for _, off := range []string{"gain-cost", "prune", "lazy-head", "batch-draft"} {
+		c := full
+		switch off {
+		case "gain-cost":
+			c.NoGainCost = true
+		case "prune":
+			c.NoPrune = true
+		case "lazy-head":
+			c.NoLazyHead = true
+		case "batch-draft":
+			c.NoBatchDraft = true
+		}
+		configs["no "+off] = c
+	}
+	c := full
+	c.RowByRowHead = true
+	configs["row-by-row head"] = c
+	c = full
+	c.Cost = toyCost(L, 0, 0, 1e-3, 1e-4)
+	configs["compute-bound"] = c
+	greedy := sample.Params{Temp: 0}
+	var pruned, lost int
+	for pi, prompt := range prompts {
+		want, _ := generate(t, target, nil, Config{Mode: Off}, greedy, prompt, 60)
+		for dname, draft := range drafts {
+			for cname, cfg := range configs {
+				got, st := generate(t, target, draft, cfg, greedy, prompt, 60)
+				if !slices.Equal(got, want) {
+					t.Errorf("prompt %d, draft %s, %s: output differs from plain greedy\n got %v\nwant %v", pi, dname, cname, got, want)
+				}
+				pruned += st.Pruned
+				lost += st.PrunedLost
+				if cfg.NoPrune && st.Pruned > 0 {
+					t.Errorf("%s: %d rows pruned with pruning off", cname, st.Pruned)
+				}
+				// Streamed layers make big trees pay: a self-draft goes deep.
+				if dname == "self" && !cfg.NoGainCost && cname != "compute-bound" && st.MeanAccepted() < 2 {
+					t.Errorf("%s, self-draft: %.2f accepted per step", cname, st.MeanAccepted())
+				}
+			}
+		}
+	}
+	if pruned == 0 {
+		t.Error("the aggressive predictor never pruned: pruning untested")
+	}
+	t.Logf("pruned %d rows, %d of which the target would have kept", pruned, lost)
+}
+
+// TestLeverStochasticLossless: the first token under speculative sampling
+// with gain-cost trees and aggressive pruning is distributed as the
+// target's own.
+func TestLeverStochasticLossless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("thousands of samples: skipped with -short")
+	}
+	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	random := randomDraft(t)
+	L := target.Config.Layers
+	p := sample.Params{Temp: 1.5, Seed: 43}
+	prompt := prompts[0]
+	st, _ := target.NewState(64)
+	st.Forward(model.Chain(prompt))
+	logits := make([]float32, target.Config.Vocab)
+	st.Logits([]int{len(prompt) - 1}, logits)
+	sm, _ := sample.New(p)
+	want := make([]float64, target.Config.Vocab)
+	for _, c := range sm.Distribution(logits) {
+		want[c.ID] = float64(c.P)
+	}
+	const n = 1500
+	cfg := Config{Mode: Lever, Cost: toyCost(L, L, 20e-3, 1e-5, 1e-4), Pruner: aggressivePruner(DefaultPruneLayer(L)), MaxNodes: 12}
+	for name, draft := range map[string]*model.Model{"random": random, "close": f16} {
+		smp, _ := sample.New(p)
+		dr, err := NewModelDrafter(draft, 64, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tst, _ := target.NewState(64)
+		d, err := NewDecoder(tst, smp, dr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := make([]float64, target.Config.Vocab)
+		for range n {
+			if err := d.Start(prompt); err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.Step(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts[out[0]]++
+		}
+		chi2, df := chiSquare(counts, want, n)
+		if limit := chiSquareCritical(df); chi2 > limit {
+			t.Errorf("%s draft: chi-square %.1f over %d degrees of freedom exceeds %.1f (p = 0.001)", name, chi2, df, limit)
+		}
+		if s := d.Stats(); s.Pruned == 0 {
+			t.Errorf("%s draft: nothing pruned", name)
+		}
+	}
+}
+
+func TestTrainPruner(t *testing.T) {
+	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	L := target.Config.Layers
+	var samples []PruneSample
+	step := 0
+	cfg := Config{Mode: Lever, Cost: toyCost(L, L, 20e-3, 1e-5, 1e-4), NoPrune: true,
+		PruneTrace: func(s []PruneSample) {
+			step++
+			for _, x := range s {
+				x.Step = step
+				samples = append(samples, x)
+			}
+		}}
+	for _, prompt := range prompts {
+		generate(t, target, f16, cfg, sample.Params{Temp: 0}, prompt, 80)
+	}
+	if len(samples) < 50 {
+		t.Fatalf("only %d samples from the trace", len(samples))
+	}
+	p, rep, err := TrainPruner(samples, TrainOptions{Layer: DefaultPruneLayer(L), Layers: L})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d samples: %+v; weights %v", len(samples), rep, p.Weights)
+	if rep.Train+rep.Test != len(samples) || rep.Test == 0 {
+		t.Errorf("split %d + %d of %d samples", rep.Train, rep.Test, len(samples))
+	}
+	// The logit lens of a target that is its draft's near twin predicts
+	// acceptance well: most held-out survivors are kept.
+	if rep.Recall < 0.8 {
+		t.Errorf("held-out recall %.2f", rep.Recall)
+	}
+	if rep.Precision <= rep.Positives {
+		t.Errorf("precision %.2f no better than the base rate %.2f", rep.Precision, rep.Positives)
+	}
+	if _, _, err := TrainPruner(samples[:10], TrainOptions{Layer: 1, Layers: L}); err == nil {
+		t.Error("10 samples accepted")
+	}
+	bad := *p
+	bad.Weights = bad.Weights[:2]
+	if bad.Validate(L) == nil {
+		t.Error("a predictor with too few weights validated")
+	}
+	bad = *p
+	bad.Layer = L
+	if bad.Validate(L) == nil {
+		t.Error("a prune layer past the last accepted")
+	}
+}
