@@ -13,7 +13,6 @@ type calibrateArgs struct {
 	draft   string
 	threads int
 	prompts string // a file of prompts, one per line ("" : built-in ones)
-	budget  string // --dram-budget, for calibrations that depend on it
 }
 
 // calibrator is one kind of per-device measurement `shade calibrate` makes
@@ -50,7 +49,6 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&a.draft, "draft", "", "draft model `file`")
 	fs.IntVar(&a.threads, "threads", 0, "worker threads (0: every CPU)")
 	fs.StringVar(&a.prompts, "prompts", "", "`file` of prompts, one per line (default: built-in ones)")
-	fs.StringVar(&a.budget, "dram-budget", "", "DRAM budget for the target (e.g. 50% or 2GiB; default: all resident)")
 	selected := make([]*bool, len(calibrators))
 	checks := make([]func() error, len(calibrators))
 	for i, c := range calibrators {

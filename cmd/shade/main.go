@@ -29,7 +29,7 @@ func init() {
 		{"inspect", "show a GGUF file's architecture, hyperparameters, tokenizer and tensors", cmdInspect},
 		{"synth", "write a GGUF of a real model shape with random weights", cmdSynth},
 		{"perplexity", "perplexity of a model on a text file (llama.cpp's method)", cmdPerplexity},
-		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline (also bench spec, bench qos)", cmdBench},
+		{"bench", "memory bandwidth, decode and batched-forward speed, against the roofline (also bench spec, bench flash, bench qos)", cmdBench},
 		{"serve", "OpenAI-compatible HTTP server (chat, completions, metrics) on 127.0.0.1", cmdServe},
 		{"chat", "interactive chat in the terminal with the model's chat template", cmdChat},
 		{"fg", "a foreground app's frame loop pinned to one core: jank % and frame-time percentiles", cmdFg},
