@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"shade/bench"
+	"shade/gguf"
 	"shade/model"
 	"shade/quant"
 	"shade/spec"
@@ -218,4 +219,48 @@ func nonEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// agreeingPair returns a cached synthetic target of the named shape and its
+// 4-layer draft, writing them once into the cache: random Q4_0 weights, the
+// target's layers from the fifth on scaled by 0.05 so that the draft (the
+// target's first 4 layers) predicts it well, as a trained draft would (≈93%
+// greedy agreement), and the demo vocabulary padded to the shape's size so
+// the LM head has its real cost.
+func agreeingPair(stderr io.Writer, who, shapeName, shapeTitle, targetFile, draftFile string) (target, draft string, err error) {
+	target, draft = cachePath(targetFile), cachePath(draftFile)
+	if _, err := os.Stat(target); err != nil {
+		shape, err := synth.LookupShape(shapeName)
+		if err != nil {
+			return "", "", err
+		}
+		vocab, err := synth.DemoVocab()
+		if err != nil {
+			return "", "", err
+		}
+		if vocab, err = synth.PadVocab(vocab, shape.Vocab); err != nil {
+			return "", "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return "", "", err
+		}
+		fmt.Fprintf(stderr, "%s: no -m given: writing a %s-shape Q4_0 target (random weights, layers 4+ scaled by 0.05) to %s (once)\n", who, shapeTitle, target)
+		o := synth.Options{Shape: shape, Type: quant.Q4_0, Vocab: vocab, Seed: 1, TailFrom: 4, TailScale: 0.05}
+		if err := synth.WriteFile(target, o); err != nil {
+			return "", "", err
+		}
+		os.Remove(draft) // a draft of an older target
+	}
+	if _, err := os.Stat(draft); err != nil {
+		fmt.Fprintf(stderr, "%s: writing its 4-layer draft to %s (once)\n", who, draft)
+		tf, err := gguf.Open(target)
+		if err != nil {
+			return "", "", err
+		}
+		defer tf.Close()
+		if err := synth.WriteDraft(draft, tf, 4); err != nil {
+			return "", "", err
+		}
+	}
+	return target, draft, nil
 }

@@ -11,9 +11,6 @@ import (
 	"strings"
 
 	"shade/bench"
-	"shade/gguf"
-	"shade/quant"
-	"shade/synth"
 	"shade/weights"
 )
 
@@ -179,45 +176,8 @@ func printFlash(w io.Writer, r *bench.FlashReport) {
 }
 
 // flashModels returns the cached Llama-3.1-8B-shape Q4_0 target and its
-// 4-layer draft, writing them once: random weights, the layers from the
-// fifth on scaled by 0.05 so that the draft (the target's first 4 layers)
-// predicts the target well, as a trained draft would; the demo vocabulary
-// padded to 128256 tokens so the LM head has its real size.
+// 4-layer draft (see agreeingPair).
 func flashModels(stderr io.Writer) (string, string, error) {
-	target := cachePath("flash-llama3-8b-q4_0-tail4.gguf")
-	draft := cachePath("flash-llama3-8b-q4_0-tail4-draft4.gguf")
-	if _, err := os.Stat(target); err != nil {
-		shape, err := synth.LookupShape("llama3-8b")
-		if err != nil {
-			return "", "", err
-		}
-		vocab, err := synth.DemoVocab()
-		if err != nil {
-			return "", "", err
-		}
-		if vocab, err = synth.PadVocab(vocab, shape.Vocab); err != nil {
-			return "", "", err
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return "", "", err
-		}
-		fmt.Fprintf(stderr, "bench: no -m given: writing a Llama-3.1-8B-shape Q4_0 target (layers 4+ scaled by 0.05) to %s (once)\n", target)
-		o := synth.Options{Shape: shape, Type: quant.Q4_0, Vocab: vocab, Seed: 1, TailFrom: 4, TailScale: 0.05}
-		if err := synth.WriteFile(target, o); err != nil {
-			return "", "", err
-		}
-		os.Remove(draft) // a draft of an older target
-	}
-	if _, err := os.Stat(draft); err != nil {
-		fmt.Fprintf(stderr, "bench: writing its 4-layer draft to %s (once)\n", draft)
-		tf, err := gguf.Open(target)
-		if err != nil {
-			return "", "", err
-		}
-		defer tf.Close()
-		if err := synth.WriteDraft(draft, tf, 4); err != nil {
-			return "", "", err
-		}
-	}
-	return target, draft, nil
+	return agreeingPair(stderr, "bench flash", "llama3-8b", "Llama-3.1-8B",
+		"flash-llama3-8b-q4_0-tail4.gguf", "flash-llama3-8b-q4_0-tail4-draft4.gguf")
 }

@@ -12,11 +12,8 @@ import (
 	"time"
 
 	"shade/bench"
-	"shade/gguf"
 	"shade/plot"
 	"shade/qos"
-	"shade/quant"
-	"shade/synth"
 )
 
 func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -281,44 +278,9 @@ func writeChart(path string, c plot.Chart) error {
 	return err
 }
 
-// qosModels returns the cached Llama-3.2-1B-shape Q4_0 target whose layers
-// from 4 on are scaled by 0.05, and its 4-layer draft, writing them once:
-// the draft then agrees with the target about 93% of the time (see package
-// synth), as a trained draft of a real model would.
+// qosModels returns the cached Llama-3.2-1B-shape Q4_0 target and its
+// 4-layer draft (see agreeingPair).
 func qosModels(stderr io.Writer) (target, draft string, err error) {
-	target = cachePath("qos-llama3-1b-q4_0-tail4x0.05.gguf")
-	draft = cachePath("qos-llama3-1b-q4_0-tail4x0.05-draft4.gguf")
-	if _, err := os.Stat(target); err != nil {
-		shape, err := synth.LookupShape("llama3-1b")
-		if err != nil {
-			return "", "", err
-		}
-		vocab, err := synth.DemoVocab()
-		if err != nil {
-			return "", "", err
-		}
-		if vocab, err = synth.PadVocab(vocab, shape.Vocab); err != nil {
-			return "", "", err
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return "", "", err
-		}
-		fmt.Fprintf(stderr, "bench qos: no -m given: writing a Llama-3.2-1B-shape Q4_0 target (random weights, layers 4+ scaled by 0.05) to %s (once)\n", target)
-		o := synth.Options{Shape: shape, Type: quant.Q4_0, Vocab: vocab, Seed: 1, TailFrom: 4, TailScale: 0.05}
-		if err := synth.WriteFile(target, o); err != nil {
-			return "", "", err
-		}
-	}
-	if _, err := os.Stat(draft); err != nil {
-		tf, err := gguf.Open(target)
-		if err != nil {
-			return "", "", err
-		}
-		defer tf.Close()
-		fmt.Fprintf(stderr, "bench qos: writing its 4-layer draft to %s (once)\n", draft)
-		if err := synth.WriteDraft(draft, tf, 4); err != nil {
-			return "", "", err
-		}
-	}
-	return target, draft, nil
+	return agreeingPair(stderr, "bench qos", "llama3-1b", "Llama-3.2-1B",
+		"qos-llama3-1b-q4_0-tail4x0.05.gguf", "qos-llama3-1b-q4_0-tail4x0.05-draft4.gguf")
 }
