@@ -184,32 +184,12 @@ func TestLeverStochasticLossless(t *testing.T) {
 	const n = 1500
 	cfg := Config{Mode: Lever, Cost: toyCost(L, L, 20e-3, 1e-5, 1e-4), Pruner: aggressivePruner(DefaultPruneLayer(L)), MaxNodes: 12}
 	for name, draft := range map[string]*model.Model{"random": random, "close": f16} {
-		smp, _ := sample.New(p)
-		dr, err := NewModelDrafter(draft, 64, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tst, _ := target.NewState(64)
-		d, err := NewDecoder(tst, smp, dr, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts := make([]float64, target.Config.Vocab)
-		for range n {
-			if err := d.Start(prompt); err != nil {
-				t.Fatal(err)
-			}
-			out, err := d.Step(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			counts[out[0]]++
-		}
+		counts, st := firstTokenCounts(t, target, draft, cfg, p, prompt, n)
 		chi2, df := chiSquare(counts, want, n)
 		if limit := chiSquareCritical(df); chi2 > limit {
 			t.Errorf("%s draft: chi-square %.1f over %d degrees of freedom exceeds %.1f (p = 0.001)", name, chi2, df, limit)
 		}
-		if s := d.Stats(); s.Pruned == 0 {
+		if st.Pruned == 0 {
 			t.Errorf("%s draft: nothing pruned", name)
 		}
 	}

@@ -166,27 +166,7 @@ func TestStochasticLossless(t *testing.T) {
 		{"tree/close draft", f16, Config{Mode: TreeM, DraftMax: 6, TreeWidth: 3, TreeDepth: 2}},
 	}
 	for _, tc := range cases {
-		smp, _ := sample.New(p)
-		dr, err := NewModelDrafter(tc.draft, 64, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tst, _ := target.NewState(64)
-		d, err := NewDecoder(tst, smp, dr, tc.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts := make([]float64, target.Config.Vocab)
-		for range n {
-			if err := d.Start(prompt); err != nil {
-				t.Fatal(err)
-			}
-			out, err := d.Step(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			counts[out[0]]++
-		}
+		counts, _ := firstTokenCounts(t, target, tc.draft, tc.cfg, p, prompt, n)
 		chi2, df := chiSquare(counts, want, n)
 		if limit := chiSquareCritical(df); chi2 > limit {
 			t.Errorf("%s: chi-square %.1f over %d degrees of freedom exceeds %.1f (p = 0.001)", tc.name, chi2, df, limit)
@@ -197,6 +177,35 @@ func TestStochasticLossless(t *testing.T) {
 }
 
 // chiSquare pools tokens expected fewer than 5 times into one bin.
+// firstTokenCounts starts speculative decoding n times from prompt and
+// counts the first token each first step produces; it also returns the
+// decoder's stats.
+func firstTokenCounts(t *testing.T, target, draft *model.Model, cfg Config, p sample.Params, prompt []int32, n int) ([]float64, Stats) {
+	t.Helper()
+	smp, _ := sample.New(p)
+	dr, err := NewModelDrafter(draft, 64, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tst, _ := target.NewState(64)
+	d, err := NewDecoder(tst, smp, dr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]float64, target.Config.Vocab)
+	for range n {
+		if err := d.Start(prompt); err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.Step(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[out[0]]++
+	}
+	return counts, d.Stats()
+}
+
 func chiSquare(counts, p []float64, n int) (float64, int) {
 	var chi2, poolObs, poolExp float64
 	bins := 0
