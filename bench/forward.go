@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"shade/model"
@@ -54,8 +56,12 @@ type Report struct {
 	DecodeGBps    float64         `json:"decode_gb_per_s"`
 	RooflineTokS  float64         `json:"roofline_tok_per_s"`
 	RooflineFrac  float64         `json:"roofline_fraction"`
-	Forward       []ForwardResult `json:"forward"`
-	Stream        *StreamReport   `json:"stream,omitempty"`
+	// Probes are the bandwidth probes that bracket the decode repetitions
+	// (one before each and one after the last, in GB/s); Bandwidth is the
+	// median one.
+	Probes  []float64       `json:"bandwidth_probes_gb_per_s,omitempty"`
+	Forward []ForwardResult `json:"forward"`
+	Stream  *StreamReport   `json:"stream,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -83,7 +89,8 @@ func (o *Options) defaults() {
 // many threads as the model's pool, decode speed (one token per pass, LM
 // head included), and the time of a batched forward pass for each batch
 // size (LM head on the last row, as a prompt pass). Decode speed is also
-// expressed against the roofline: bandwidth / bytes read per token.
+// expressed against the roofline, bandwidth / bytes read per token, with
+// the bandwidth probed around every decode repetition.
 func Run(m *model.Model, o Options) (Report, error) {
 	o.defaults()
 	c := m.Config
@@ -127,18 +134,27 @@ func Run(m *model.Model, o Options) (Report, error) {
 	if err := fill(); err != nil {
 		return r, err
 	}
-	// The bandwidth probe runs before and after the model's measurements
-	// (the better of the two counts): a shared machine's bandwidth drifts,
-	// and the roofline should not flatter decode by catching a slow moment.
-	var before BandwidthResult
+	// The bandwidth of a shared machine drifts by half from second to
+	// second, so a roofline probed once would flatter or shame decode
+	// depending on the moment. Instead a probe runs before every decode
+	// repetition and after the last; each repetition is compared with the
+	// mean of the two probes around it, and the median ratio is reported.
+	var bw *bandwidthProbe
+	var probes []BandwidthResult
+	probeOnce := func() {
+		if bw != nil {
+			probes = append(probes, bw.measure(bandwidthProbeReps))
+		}
+	}
 	if !o.SkipBandwidth {
-		say("memory bandwidth: %d threads, 1-8 streams each", r.Threads)
-		before = MemoryBandwidth(r.Threads, o.BandwidthSize, o.Reps)
+		say("memory bandwidth: %d threads, 1-8 streams each, before and after every decode repetition", r.Threads)
+		bw = newBandwidthProbe(r.Threads, o.BandwidthSize)
+		probeOnce()
 	}
 
 	// Decode: per-token times over all repetitions, median.
 	say("decode: %d tokens × %d", o.DecodeTokens, o.Reps)
-	var perToken []float64
+	var perToken, repGBps []float64
 	one := []int32{0}
 	if o.Stream != nil {
 		say("disk: O_DIRECT reads of %s between the decode repetitions", m.File.Path)
@@ -149,6 +165,7 @@ func Run(m *model.Model, o Options) (Report, error) {
 			probe.measureDisk()
 		}
 		s.Truncate(o.Prefix)
+		var times []float64
 		for _, t := range tokens(o.DecodeTokens) {
 			one[0] = t
 			t0 := time.Now()
@@ -161,11 +178,14 @@ func Run(m *model.Model, o Options) (Report, error) {
 			if err := s.CommitAll(); err != nil {
 				return r, err
 			}
-			perToken = append(perToken, time.Since(t0).Seconds())
+			times = append(times, time.Since(t0).Seconds())
 			if probe != nil {
 				probe.wall += time.Since(t0)
 			}
 		}
+		perToken = append(perToken, times...)
+		repGBps = append(repGBps, float64(r.BytesPerToken)/median(times)/1e9)
+		probeOnce()
 	}
 	r.DecodeTokPerS = 1 / median(perToken)
 	r.DecodeGBps = r.DecodeTokPerS * float64(r.BytesPerToken) / 1e9
@@ -213,14 +233,30 @@ func Run(m *model.Model, o Options) (Report, error) {
 			r.Forward[i].PeakFrac = r.Forward[i].GMACs / r.Int8Peak.GMACs
 		}
 	}
-	if !o.SkipBandwidth {
-		say("memory bandwidth again: %d threads, 1-8 streams each", r.Threads)
-		r.Bandwidth = MemoryBandwidth(r.Threads, o.BandwidthSize, o.Reps)
-		if before.GBps > r.Bandwidth.GBps {
-			r.Bandwidth = before
+	if len(probes) == o.Reps+1 {
+		var ratios []float64
+		for i, g := range repGBps {
+			ratios = append(ratios, g/((probes[i].GBps+probes[i+1].GBps)/2))
 		}
-		r.RooflineTokS = r.Bandwidth.GBps * 1e9 / float64(r.BytesPerToken)
-		r.RooflineFrac = r.DecodeTokPerS / r.RooflineTokS
+		r.RooflineFrac = median(ratios)
+		r.RooflineTokS = r.DecodeTokPerS / r.RooflineFrac
+		for _, p := range probes {
+			r.Probes = append(r.Probes, p.GBps)
+		}
+		r.Bandwidth = medianProbe(probes)
 	}
 	return r, nil
+}
+
+// bandwidthProbeReps is how often each stream count is read in one probe
+// of the decode measurement: twice keeps a probe near a quarter second on
+// a 1 GiB buffer, so it stays next to the repetition it is compared with.
+const bandwidthProbeReps = 2
+
+// medianProbe returns the probe of median bandwidth (the lower middle one
+// of an even count).
+func medianProbe(probes []BandwidthResult) BandwidthResult {
+	sorted := slices.Clone(probes)
+	slices.SortFunc(sorted, func(a, b BandwidthResult) int { return cmp.Compare(a.GBps, b.GBps) })
+	return sorted[(len(sorted)-1)/2]
 }

@@ -26,6 +26,18 @@ type BandwidthResult struct {
 // reward several streams per core. Each configuration runs reps times; the
 // median of each is kept and the best configuration reported.
 func MemoryBandwidth(threads int, size int64, reps int) BandwidthResult {
+	return newBandwidthProbe(threads, size).measure(reps)
+}
+
+// bandwidthProbe is MemoryBandwidth's buffer, kept so that a run can probe
+// again and again (next to each measurement it is compared with) without
+// allocating and touching the buffer every time.
+type bandwidthProbe struct {
+	threads int
+	buf     []uint64
+}
+
+func newBandwidthProbe(threads int, size int64) *bandwidthProbe {
 	threads = max(threads, 1)
 	words := int(size / 8)
 	words -= words % (threads * 8 * 64)
@@ -33,6 +45,11 @@ func MemoryBandwidth(threads int, size int64, reps int) BandwidthResult {
 	for i := range buf { // touch every page so reads hit DRAM, not the zero page
 		buf[i] = uint64(i)
 	}
+	return &bandwidthProbe{threads: threads, buf: buf}
+}
+
+func (p *bandwidthProbe) measure(reps int) BandwidthResult {
+	threads, words := p.threads, len(p.buf)
 	res := BandwidthResult{Threads: threads, ByStreams: map[int]float64{}, BufferBytes: int64(words) * 8}
 	share := words / threads
 	for _, streams := range []int{1, 2, 4, 8} {
@@ -45,7 +62,7 @@ func MemoryBandwidth(threads int, size int64, reps int) BandwidthResult {
 				go func(part []uint64) {
 					defer wg.Done()
 					sink(readRegions(part, streams))
-				}(buf[t*share : (t+1)*share])
+				}(p.buf[t*share : (t+1)*share])
 			}
 			wg.Wait()
 			samples = append(samples, float64(share*threads*8)/time.Since(start).Seconds()/1e9)

@@ -43,3 +43,22 @@ func TestInt8Peak(t *testing.T) {
 		t.Errorf("no loop on this CPU but %+v", p)
 	}
 }
+
+func TestMedianProbe(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{40, 10, 30, 20}, 20}, // the lower middle one
+	} {
+		var probes []BandwidthResult
+		for _, g := range tc.in {
+			probes = append(probes, BandwidthResult{GBps: g})
+		}
+		if got := medianProbe(probes).GBps; got != tc.want {
+			t.Errorf("medianProbe(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

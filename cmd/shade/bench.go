@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,11 @@ func printBench(w io.Writer, r *bench.Report) {
 		fmt.Fprintf(w, " %d: %.1f", s, b.ByStreams[s])
 	}
 	fmt.Fprintln(w, ")")
-	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights = %.0f%% of the %.1f tok/s roofline\n",
+	if len(r.Probes) > 1 {
+		fmt.Fprintf(w, "            the median of %d probes, one before each decode repetition and one after the last: %.1f–%.1f GB/s\n",
+			len(r.Probes), slices.Min(r.Probes), slices.Max(r.Probes))
+	}
+	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights = %.0f%% of the %.1f tok/s roofline (median of each repetition against the probes around it)\n",
 		r.DecodeTokPerS, r.DecodeGBps, 100*r.RooflineFrac, r.RooflineTokS)
 	if p := r.Int8Peak; p.GMACs > 0 {
 		fmt.Fprintf(w, "int8 peak   %.0f G multiply-adds/s (%s, %d threads)\n", p.GMACs, p.Instruction, p.Threads)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -152,13 +153,14 @@ func TestPerplexityJSON(t *testing.T) {
 
 func TestBenchJSON(t *testing.T) {
 	model := sharedFile(t, "conformance/stories260K.gguf")
-	code, out, errOut := shade(t, "bench", "-m", model, "--batches", "1,4", "--reps", "1", "--decode-tokens", "2", "--bw-mib", "16", "--json")
+	code, out, errOut := shade(t, "bench", "-m", model, "--batches", "1,4", "--reps", "2", "--decode-tokens", "2", "--bw-mib", "16", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var r struct {
-		DecodeTokPerS float64 `json:"decode_tok_per_s"`
-		RooflineFrac  float64 `json:"roofline_fraction"`
+		DecodeTokPerS float64   `json:"decode_tok_per_s"`
+		RooflineFrac  float64   `json:"roofline_fraction"`
+		Probes        []float64 `json:"bandwidth_probes_gb_per_s"`
 		Bandwidth     struct {
 			GBps float64 `json:"gb_per_s"`
 		} `json:"bandwidth"`
@@ -172,6 +174,10 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if r.DecodeTokPerS <= 0 || r.Bandwidth.GBps <= 0 || r.RooflineFrac <= 0 || len(r.Forward) != 2 || r.Forward[1].Batch != 4 || r.Forward[1].TokPerS <= 0 {
 		t.Errorf("report %+v", r)
+	}
+	// One probe before each of the 2 decode repetitions and one after the last.
+	if len(r.Probes) != 3 || !slices.Contains(r.Probes, r.Bandwidth.GBps) {
+		t.Errorf("bandwidth %v from probes %v", r.Bandwidth.GBps, r.Probes)
 	}
 	if code, _, errOut := shade(t, "bench", "-m", model, "--batches", "0"); code != 1 || !strings.Contains(errOut, "batch size") {
 		t.Errorf("bad --batches: exit %d, %q", code, errOut)
