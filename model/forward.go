@@ -81,6 +81,12 @@ type State struct {
 	attnLayer       int              // layer the attention workers run
 	attnFn          func(lo, hi int) // s.attendRange, bound once
 
+	// The layer in flight and its per-row steps, bound once so that handing
+	// them to the pool allocates nothing.
+	layerL                                 int
+	layerW                                 *Layer
+	attnNormFn, qkvFn, ffnNormFn, swigluFn func(lo, hi int)
+
 	// LayerTimes[i] is how long layer i took in the last pass.
 	LayerTimes []time.Duration
 }
@@ -95,6 +101,7 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	}
 	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers)}
 	s.attnFn = s.attendRange
+	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
 	for w := range s.scratchF {
 		s.scratchF[w] = make([]float32, 2*c.HeadDim)

@@ -11,16 +11,64 @@ import (
 // x += Down·(silu(Gate·norm(x)) ⊙ Up·norm(x)).
 func (s *State) layer(l int, w *Layer) {
 	c := s.cfg
-	n, dim, qd, kvd := s.n, c.Dim, c.QDim(), c.KVDim()
+	n, dim := s.n, c.Dim
 	pool := s.m.Pool
+	s.layerL, s.layerW = l, w
 
-	for i := range n {
-		rmsNorm(s.xb[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], w.AttnNorm, c.RMSEps)
-	}
+	s.perRow(n, s.attnNormFn)
 	quant.MatMul(pool, w.Wq, s.xb, n, s.q, &s.scratch)
 	quant.MatMul(pool, w.Wk, s.xb, n, s.k, &s.scratch)
 	quant.MatMul(pool, w.Wv, s.xb, n, s.v, &s.scratch)
-	for i := range n {
+	s.perRow(n, s.qkvFn)
+
+	s.attention(l)
+	quant.MatMul(pool, w.Wo, s.att, n, s.proj, &s.scratch)
+	addTo(s.x[:n*dim], s.proj[:n*dim])
+
+	s.perRow(n, s.ffnNormFn)
+	quant.MatMul(pool, w.Gate, s.xb, n, s.hb, &s.scratch)
+	quant.MatMul(pool, w.Up, s.xb, n, s.hb2, &s.scratch)
+	if n == 1 {
+		s.swiglu(0, c.FFN)
+	} else {
+		pool.ForGrain(n*c.FFN, 1024, s.swigluFn)
+	}
+	quant.MatMul(pool, w.Down, s.hb, n, s.proj, &s.scratch)
+	addTo(s.x[:n*dim], s.proj[:n*dim])
+	s.layerW = nil
+}
+
+// perRow runs fn over the rows of the pass, spread over the pool when there
+// is more than one: with a batch to verify, the per-row work between the
+// matrix products (norms, rope, the activation) would otherwise leave the
+// other cores idle for a fifth of the pass. Each row's arithmetic is the same
+// however rows are split, so batch invariance holds.
+func (s *State) perRow(n int, fn func(lo, hi int)) {
+	if n == 1 {
+		fn(0, 1)
+		return
+	}
+	s.m.Pool.For(n, fn)
+}
+
+// attnNormRows and ffnNormRows write rms-normed rows [lo, hi) of the
+// residual stream to s.xb, with the layer's attention or FFN norm.
+func (s *State) attnNormRows(lo, hi int) { s.normRows(lo, hi, s.layerW.AttnNorm) }
+func (s *State) ffnNormRows(lo, hi int)  { s.normRows(lo, hi, s.layerW.FFNNorm) }
+
+func (s *State) normRows(lo, hi int, weight []float32) {
+	dim := s.cfg.Dim
+	for i := lo; i < hi; i++ {
+		rmsNorm(s.xb[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], weight, s.cfg.RMSEps)
+	}
+}
+
+// qkvRows finishes rows [lo, hi) of the attention inputs: biases, per-head
+// norms, rope, and the row's keys and values into the cache.
+func (s *State) qkvRows(lo, hi int) {
+	c, w, l := s.cfg, s.layerW, s.layerL
+	qd, kvd := c.QDim(), c.KVDim()
+	for i := lo; i < hi; i++ {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kvd:(i+1)*kvd], s.v[i*kvd:(i+1)*kvd]
 		if w.Bq != nil {
 			addTo(q, w.Bq)
@@ -43,22 +91,14 @@ func (s *State) layer(l int, w *Layer) {
 		quant.ToF16(s.Cache.K(l, slot), k)
 		quant.ToF16(s.Cache.V(l, slot), v)
 	}
+}
 
-	s.attention(l)
-	quant.MatMul(pool, w.Wo, s.att, n, s.proj, &s.scratch)
-	addTo(s.x[:n*dim], s.proj[:n*dim])
-
-	for i := range n {
-		rmsNorm(s.xb[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], w.FFNNorm, c.RMSEps)
-	}
-	quant.MatMul(pool, w.Gate, s.xb, n, s.hb, &s.scratch)
-	quant.MatMul(pool, w.Up, s.xb, n, s.hb2, &s.scratch)
-	hb, hb2 := s.hb[:n*c.FFN], s.hb2[:n*c.FFN]
+// swiglu computes hb[i] = silu(hb[i]) · hb2[i] for i in [lo, hi).
+func (s *State) swiglu(lo, hi int) {
+	hb, hb2 := s.hb[lo:hi], s.hb2[lo:hi]
 	for i, g := range hb {
 		hb[i] = g / (1 + float32(math.Exp(float64(-g)))) * hb2[i]
 	}
-	quant.MatMul(pool, w.Down, s.hb, n, s.proj, &s.scratch)
-	addTo(s.x[:n*dim], s.proj[:n*dim])
 }
 
 // rope rotates each head of vec (one batch row) by that row's angles.
