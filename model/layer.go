@@ -94,12 +94,7 @@ func (s *State) qkvRows(lo, hi int) {
 }
 
 // swiglu computes hb[i] = silu(hb[i]) · hb2[i] for i in [lo, hi).
-func (s *State) swiglu(lo, hi int) {
-	hb, hb2 := s.hb[lo:hi], s.hb2[lo:hi]
-	for i, g := range hb {
-		hb[i] = g / (1 + float32(math.Exp(float64(-g)))) * hb2[i]
-	}
-}
+func (s *State) swiglu(lo, hi int) { quant.SiLUMul(s.hb[lo:hi], s.hb2[lo:hi]) }
 
 // rope rotates each head of vec (one batch row) by that row's angles.
 // llama rotates adjacent pairs; NeoX-style architectures rotate element i

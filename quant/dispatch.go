@@ -28,6 +28,9 @@ type kernelSet struct {
 	madF16   func(acc []float32, v []uint16, s float32)
 	scaleF16 func(acc []float32, s float32)
 	toF16    func(dst []uint16, src []float32)
+
+	// siluMul is SiLUMul (silu.go).
+	siluMul func(h, u []float32)
 }
 
 var genericKernels = kernelSet{
@@ -44,6 +47,7 @@ var genericKernels = kernelSet{
 	madF16:       madF16Go,
 	scaleF16:     scaleF16Go,
 	toF16:        toF16Go,
+	siluMul:      siluMulGo,
 }
 
 // archKernels is the best set for this machine, or nil when there is none
