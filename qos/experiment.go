@@ -40,8 +40,10 @@ type Experiment struct {
 	// BufferBytes is the foreground's burst buffer (0: BufferLLCMultiple ×
 	// the LLC).
 	BufferBytes int64
-	Command     func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
-	Progress    func(what string)
+	// WarmUp: see Pair.WarmUp (0: the foreground starts with the background).
+	WarmUp   time.Duration
+	Command  func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
+	Progress func(what string)
 	// Keep, if set, is called with every run's result (to save frames and
 	// samples: SaveRun); an error stops the experiment.
 	Keep func(profile, policy string, rep int, r *PairResult) error
@@ -153,7 +155,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 		pair := Pair{Profile: prof, Hz: e.Hz, Duration: e.Duration, Units: e.Units, Seed: e.Seed,
-			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command, BufferBytes: e.BufferBytes}
+			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command, BufferBytes: e.BufferBytes, WarmUp: e.WarmUp}
 		nativeMedian := time.Duration(0)
 		if pair.Units == 0 {
 			e.progress("%s: calibrating the foreground alone on CPU %d", prof, e.FgCPU)

@@ -18,7 +18,9 @@ import (
 
 func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench qos", "bench qos [-m TARGET.gguf --draft DRAFT.gguf] [--profiles scroll,social] [--policies all] [--reps N] [--seconds S] [--out DIR] [--json]", stderr)
-	modelPath := fs.String("m", "", "background target model `file`; without it a Llama-3.2-1B-shape Q4_0 target and its 4-layer draft (which agrees with it ≈93% of the time) are synthesized once into the cache")
+	modelPath := fs.String("m", "", "background target model `file`; without it the --pair models are used (synthesized once into the cache)")
+	pair := fs.String("pair", "8b", "without -m: the synthesized target/draft pair: 8b (a Llama-3.1-8B-shape Q4_0 target and its 4-layer draft, 18.6% of its bytes; bench flash's pair) or 1b (Llama-3.2-1B shape, a draft of 42% of its bytes)")
+	warmUp := fs.Duration("warm-up", 2*time.Minute, "start each measured run once the LLM's prompt is in and it generates, waiting at most this long (0: start with the LLM, its prefill included)")
 	draftPath := fs.String("draft", "", "draft model `file` of the target (for spec and the elastic policies)")
 	profiles := fs.String("profiles", "scroll,social", "foreground profiles, comma-separated: scroll, video, game, social")
 	var names []string
@@ -79,6 +81,10 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--fg-cpu %d, --bg-cpu %d: this machine has CPUs 0 to %d", *fgCPU, *bgCPU, runtime.NumCPU()-1)
 	case *bufMiB < 0 || *bufMiB > 64<<10:
 		return fmt.Errorf("--buffer-mib %d: want 1 to 65536 (0: the default)", *bufMiB)
+	case *pair != "8b" && *pair != "1b":
+		return fmt.Errorf("--pair %q: want 8b or 1b", *pair)
+	case *warmUp < 0 || *warmUp > time.Hour:
+		return fmt.Errorf("--warm-up %v: want [0, 1h]", *warmUp)
 	case *fgCPU == *bgCPU:
 		return fmt.Errorf("--fg-cpu and --bg-cpu are both %d: the experiment needs the foreground and the LLM on different CPUs", *fgCPU)
 	}
@@ -127,7 +133,11 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if draft != "" {
 				return fmt.Errorf("--draft needs -m: the target it drafts for")
 			}
-			if target, draft, err = qosModels(stderr); err != nil {
+			models := qosModels
+			if *pair == "8b" {
+				models = flashModels
+			}
+			if target, draft, err = models(stderr); err != nil {
 				return err
 			}
 		}
@@ -142,7 +152,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
 		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
 		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress,
-		MaxStolenPct: *maxStolen, Retries: *retries}
+		MaxStolenPct: *maxStolen, Retries: *retries, WarmUp: *warmUp}
 	if *keepRuns {
 		if *outDir == "" {
 			return fmt.Errorf("--keep-runs needs --out DIR")
