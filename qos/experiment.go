@@ -62,7 +62,7 @@ type Run struct {
 	// Windows are the run's per-window means (see Windows) behind the
 	// correlation, for plotting over time.
 	Windows      []Window `json:"windows,omitempty"`
-	MeanSlowdown float64  `json:"mean_slowdown"` // frame time ÷ native, mean over frames
+	MeanSlowdown float64  `json:"mean_slowdown"` // frames' time ÷ their native time
 	// StolenPct is the share of the run the foreground waited for its
 	// core (other processes on it): noise, not memory contention.
 	StolenPct float64            `json:"stolen_pct"`
@@ -256,8 +256,16 @@ func (e *Experiment) summarize(res *PairResult, native []Frame, nativeMedian tim
 		slow = MedianSlowdowns(fg.Frames, nativeMedian)
 	}
 	if slow != nil {
-		for _, s := range slow {
-			run.MeanSlowdown += s / float64(len(slow))
+		// Time-weighted, as in Windows: resting frames are tiny.
+		var took, native float64
+		for i, s := range slow {
+			if s > 0 {
+				took += float64(fg.Frames[i].Work())
+				native += float64(fg.Frames[i].Work()) / s
+			}
+		}
+		if native > 0 {
+			run.MeanSlowdown = took / native
 		}
 		run.Correlation = WindowCorrelation(fg.Frames, slow, bg.Samples, e.Window)
 		run.Windows = Windows(fg.Frames, slow, bg.Samples, e.Window)

@@ -274,9 +274,14 @@ func (s *Sim) Run(ctx context.Context, d time.Duration) ([]Frame, error) {
 			return frames, err
 		}
 		waitUntil(start)
+		cpu0 := ThreadCPUTime()
 		s.work(s.units, sched.next(i))
-		end := Now()
-		frames = append(frames, Frame{Start: start, End: end})
+		end, cpu1 := Now(), ThreadCPUTime()
+		f := Frame{Start: start, End: end}
+		if cpu0 >= 0 && cpu1 > cpu0 {
+			f.CPU = cpu1 - cpu0
+		}
+		frames = append(frames, f)
 		start = NextStart(origin, start, end, s.period)
 	}
 	return frames, nil
