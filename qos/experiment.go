@@ -210,6 +210,9 @@ func (e *Experiment) runOnce(ctx context.Context, pair *Pair, pol Policy, r int)
 				return PairResult{}, err
 			}
 		}
+		if e.LLM != nil {
+			e.LLM.StartAt(r) // every policy of a round decodes the same prompts
+		}
 		res, err := pair.Run(ctx, bg)
 		if err != nil {
 			return res, fmt.Errorf("qos: %s with %s: %w", pair.Profile, pol.Name, err)

@@ -26,6 +26,15 @@ type LLM struct {
 	next int // the prompt the next generation starts from
 }
 
+// StartAt makes the next generation start from prompt i (mod the
+// prompts), so that the runs an experiment compares decode the same text:
+// speculation's speed depends on how well the draft guesses it.
+func (l *LLM) StartAt(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next = i
+}
+
 // SampleSource is a contention sensor that keeps time-stamped readings:
 // TakeSamples returns those taken since the last call.
 type SampleSource interface {
