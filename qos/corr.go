@@ -41,10 +41,11 @@ func Pearson(x, y []float64) (float64, bool) {
 	return max(-1, min(1, sxy/math.Sqrt(sxx*syy))), true
 }
 
-// Slowdowns returns each frame's time divided by its native time: the time
-// of the same frame (same index, hence the same work: runs with one seed
-// do the same work frame by frame) in a run without background, or, past
-// the end of native, the native median.
+// Slowdowns returns each frame's work time (see Frame.Work) divided by its
+// native work time: that of the same frame (same index, hence the same
+// work: runs with one seed do the same work frame by frame) in a run
+// without background, or, past the end of native, the native median.
+// CPU times are compared when both frames have them, durations otherwise.
 func Slowdowns(frames, native []Frame) []float64 {
 	out := make([]float64, len(frames))
 	if len(native) == 0 {
@@ -52,23 +53,28 @@ func Slowdowns(frames, native []Frame) []float64 {
 	}
 	times := make([]float64, len(native))
 	for i, f := range native {
-		times[i] = float64(f.Duration())
+		times[i] = float64(f.Work())
 	}
 	slices.Sort(times)
 	med := Percentile(times, 50)
 	for i, f := range frames {
-		base := med
-		if i < len(native) && native[i].Duration() > 0 {
-			base = float64(native[i].Duration())
+		took, base := float64(f.Work()), med
+		if i < len(native) {
+			if n := native[i]; n.CPU > 0 && f.CPU > 0 {
+				base = float64(n.CPU)
+			} else if n.Duration() > 0 {
+				took, base = float64(f.Duration()), float64(n.Duration())
+			}
 		}
 		if base > 0 {
-			out[i] = float64(f.Duration()) / base
+			out[i] = took / base
 		}
 	}
 	return out
 }
 
-// MedianSlowdowns is Slowdowns against a native median frame time alone.
+// MedianSlowdowns is Slowdowns against a native median frame time alone
+// (a duration: it compares frame durations).
 func MedianSlowdowns(frames []Frame, nativeMedian time.Duration) []float64 {
 	out := make([]float64, len(frames))
 	for i, f := range frames {
@@ -89,8 +95,8 @@ type Correlation struct {
 }
 
 // Window is one time window of a run: the mean contention sample and the
-// mean slowdown of the frames that ended in it (N counts each; a mean
-// over nothing is 0).
+// slowdown of the frames that ended in it (their time ÷ their native
+// time); Samples and Frames count each (a mean over nothing is 0).
 type Window struct {
 	T        float64 `json:"t_s"` // start, seconds after the first window
 	Score    float64 `json:"score"`
@@ -129,10 +135,17 @@ func Windows(frames []Frame, slowdown []float64, samples []Sample, window time.D
 	for i := range ws {
 		ws[i].T = float64(int64(i)*int64(window)) / 1e9
 	}
+	// A window's slowdown is its frames' time over their native time (the
+	// time-weighted mean of their slowdowns): a frame that rests between
+	// flings takes a fraction of a millisecond, and its ratio, noisy at
+	// that scale, must not weigh as much as a frame that composes.
+	native := make([]float64, len(ws))
 	for i, f := range frames {
-		if f.End >= lo && f.End <= hi {
-			w := &ws[(f.End-lo)/int64(window)]
-			w.Slowdown += slowdown[i]
+		if f.End >= lo && f.End <= hi && slowdown[i] > 0 {
+			k := (f.End - lo) / int64(window)
+			w := &ws[k]
+			w.Slowdown += float64(f.Work())
+			native[k] += float64(f.Work()) / slowdown[i]
 			w.Frames++
 		}
 	}
@@ -144,8 +157,8 @@ func Windows(frames []Frame, slowdown []float64, samples []Sample, window time.D
 		}
 	}
 	for i := range ws {
-		if w := &ws[i]; w.Frames > 0 {
-			w.Slowdown /= float64(w.Frames)
+		if w := &ws[i]; native[i] > 0 {
+			w.Slowdown /= native[i]
 		}
 		if w := &ws[i]; w.Samples > 0 {
 			w.Score /= float64(w.Samples)

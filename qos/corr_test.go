@@ -44,6 +44,17 @@ func TestSlowdowns(t *testing.T) {
 	}
 }
 
+// With CPU times on both sides, time another process held the core does
+// not count as slowdown.
+func TestSlowdownsUseCPUTime(t *testing.T) {
+	native := []Frame{{Start: 0, End: 10, CPU: 4}, {Start: 20, End: 25, CPU: 5}}
+	run := []Frame{{Start: 0, End: 30, CPU: 6}, {Start: 40, End: 50}}
+	got := Slowdowns(run, native)
+	if math.Abs(got[0]-1.5) > 1e-9 || math.Abs(got[1]-2) > 1e-9 {
+		t.Errorf("Slowdowns = %v, want [1.5 2] (CPU times, then durations)", got)
+	}
+}
+
 // A run whose contention comes and goes in 200 ms phases: frames slow down
 // in the contended phases and the samples rise with them.
 func TestWindowCorrelation(t *testing.T) {

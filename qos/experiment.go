@@ -40,8 +40,10 @@ type Experiment struct {
 	// BufferBytes is the foreground's burst buffer (0: BufferLLCMultiple ×
 	// the LLC).
 	BufferBytes int64
-	Command     func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
-	Progress    func(what string)
+	// WarmUp: see Pair.WarmUp (0: the foreground starts with the background).
+	WarmUp   time.Duration
+	Command  func(ctx context.Context, args []string) (*exec.Cmd, error) // default ForegroundCommand
+	Progress func(what string)
 	// Keep, if set, is called with every run's result (to save frames and
 	// samples: SaveRun); an error stops the experiment.
 	Keep func(profile, policy string, rep int, r *PairResult) error
@@ -60,7 +62,7 @@ type Run struct {
 	// Windows are the run's per-window means (see Windows) behind the
 	// correlation, for plotting over time.
 	Windows      []Window `json:"windows,omitempty"`
-	MeanSlowdown float64  `json:"mean_slowdown"` // frame time ÷ native, mean over frames
+	MeanSlowdown float64  `json:"mean_slowdown"` // frames' time ÷ their native time
 	// StolenPct is the share of the run the foreground waited for its
 	// core (other processes on it): noise, not memory contention.
 	StolenPct float64            `json:"stolen_pct"`
@@ -153,7 +155,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 		pair := Pair{Profile: prof, Hz: e.Hz, Duration: e.Duration, Units: e.Units, Seed: e.Seed,
-			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command, BufferBytes: e.BufferBytes}
+			FgCPU: e.FgCPU, BgCPU: e.BgCPU, Command: e.Command, BufferBytes: e.BufferBytes, WarmUp: e.WarmUp}
 		nativeMedian := time.Duration(0)
 		if pair.Units == 0 {
 			e.progress("%s: calibrating the foreground alone on CPU %d", prof, e.FgCPU)
@@ -208,6 +210,9 @@ func (e *Experiment) runOnce(ctx context.Context, pair *Pair, pol Policy, r int)
 				return PairResult{}, err
 			}
 		}
+		if e.LLM != nil {
+			e.LLM.StartAt(r) // every policy of a round decodes the same prompts
+		}
 		res, err := pair.Run(ctx, bg)
 		if err != nil {
 			return res, fmt.Errorf("qos: %s with %s: %w", pair.Profile, pol.Name, err)
@@ -254,8 +259,16 @@ func (e *Experiment) summarize(res *PairResult, native []Frame, nativeMedian tim
 		slow = MedianSlowdowns(fg.Frames, nativeMedian)
 	}
 	if slow != nil {
-		for _, s := range slow {
-			run.MeanSlowdown += s / float64(len(slow))
+		// Time-weighted, as in Windows: resting frames are tiny.
+		var took, native float64
+		for i, s := range slow {
+			if s > 0 {
+				took += float64(fg.Frames[i].Work())
+				native += float64(fg.Frames[i].Work()) / s
+			}
+		}
+		if native > 0 {
+			run.MeanSlowdown = took / native
 		}
 		run.Correlation = WindowCorrelation(fg.Frames, slow, bg.Samples, e.Window)
 		run.Windows = Windows(fg.Frames, slow, bg.Samples, e.Window)

@@ -20,7 +20,7 @@ type ForegroundOptions struct {
 	Nice          int
 	Units         float64       // work units per frame; 0: calibrate first
 	TargetJankPct float64       // calibration target (default 5)
-	CheckFor      time.Duration // calibration check run (default 1.5 s)
+	CheckFor      time.Duration // calibration check run (default 1.5 s; four fling–rest cycles with gestures)
 	BufferBytes   int64         // default BufferLLCMultiple × LLCSize
 	Seed          uint64
 	// CalibrateOnly stops after calibration (no measured run).
@@ -60,6 +60,11 @@ func RunForeground(ctx context.Context, o ForegroundOptions) (ForegroundReport, 
 	}
 	if o.CheckFor == 0 {
 		o.CheckFor = 1500 * time.Millisecond
+		// A profile with gestures needs several fling–rest cycles in the
+		// check run, or one long fling (or rest) skews it.
+		if p := o.Profile; p.FlingFrames > 0 {
+			o.CheckFor = max(o.CheckFor, time.Duration(4*float64(p.FlingFrames+p.RestFrames)/o.Hz*float64(time.Second)))
+		}
 	}
 	rep := ForegroundReport{Profile: o.Profile.Name, Hz: o.Hz, CPU: o.CPU}
 	rep.LLCBytes, rep.LLCFromSysfs = LLCSize(SysCacheDir)

@@ -67,9 +67,41 @@ type BackgroundFunc func(ctx context.Context) (BackgroundResult, error)
 // Run calls f.
 func (f BackgroundFunc) Run(ctx context.Context) (BackgroundResult, error) { return f(ctx) }
 
+// readyKey keys the harness's readiness in a background's context.
+type readyKey struct{}
+
+// readiness is closed when the background says it is ready.
+type readiness struct {
+	once sync.Once
+	ch   chan struct{}
+	at   time.Time
+}
+
+// Ready tells the harness, through the context a Background's Run was
+// given, that the workload has reached its steady state (an LLM: its
+// prompt is in and it is generating), so that the foreground's measured
+// run starts now (see Pair.WarmUp). It reports whether this call was the
+// one that started it: then the workload's measured result should count
+// only what it does from here on. Later calls, and calls outside a
+// waiting harness, return false.
+func Ready(ctx context.Context) bool {
+	r, ok := ctx.Value(readyKey{}).(*readiness)
+	if !ok {
+		return false
+	}
+	first := false
+	r.once.Do(func() {
+		r.at = time.Now()
+		close(r.ch)
+		first = true
+	})
+	return first
+}
+
 // Idle is the empty workload: the foreground runs alone ("native").
 func Idle() Background {
 	return BackgroundFunc(func(ctx context.Context) (BackgroundResult, error) {
+		Ready(ctx)
 		<-ctx.Done()
 		return BackgroundResult{}, nil
 	})
@@ -122,6 +154,11 @@ type Pair struct {
 	// BufferBytes is the foreground's burst buffer (0: the child's
 	// default, BufferLLCMultiple × the LLC).
 	BufferBytes int64
+	// WarmUp, if positive, holds the foreground back until the background
+	// calls Ready (an LLM once its prompt is in: a prefill is not the
+	// steady state being measured), for at most WarmUp; the background's
+	// result then counts from that moment. 0: the foreground starts at once.
+	WarmUp time.Duration
 }
 
 // ForegroundCommand runs `EXECUTABLE fg ARGS…`: this very program, which
@@ -219,23 +256,43 @@ func (p *Pair) Run(ctx context.Context, bg Background) (PairResult, error) {
 		}
 		defer restore()
 	}
-	bgCtx, stopBg := context.WithCancel(ctx)
+	rd := &readiness{ch: make(chan struct{})}
+	bgCtx, stopBg := context.WithCancel(context.WithValue(ctx, readyKey{}, rd))
 	defer stopBg()
 	var wg sync.WaitGroup
 	var bgErr error
 	bgStart := time.Now()
+	bgDone := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer close(bgDone)
 		res.Background, bgErr = bg.Run(bgCtx)
 		res.Background.Wall = time.Since(bgStart)
-		if res.Background.Active == 0 {
-			res.Background.Active = res.Background.Wall
-		}
 	}()
+	if p.WarmUp > 0 {
+		select {
+		case <-rd.ch:
+		case <-bgDone:
+		case <-time.After(p.WarmUp):
+		case <-ctx.Done():
+		}
+	}
 	fg, fgErr := p.runChild(ctx, p.foregroundArgs(framesPath, false))
 	stopBg()
 	wg.Wait()
+	if p.WarmUp > 0 {
+		select {
+		case <-rd.ch: // the measured run began when the background was ready
+			if !rd.at.IsZero() && rd.at.After(bgStart) {
+				res.Background.Wall -= rd.at.Sub(bgStart)
+			}
+		default:
+		}
+	}
+	if res.Background.Active == 0 || res.Background.Active > res.Background.Wall {
+		res.Background.Active = res.Background.Wall
+	}
 	if fgErr != nil {
 		return res, fgErr
 	}

@@ -26,6 +26,15 @@ type LLM struct {
 	next int // the prompt the next generation starts from
 }
 
+// StartAt makes the next generation start from prompt i (mod the
+// prompts), so that the runs an experiment compares decode the same text:
+// speculation's speed depends on how well the draft guesses it.
+func (l *LLM) StartAt(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next = i
+}
+
 // SampleSource is a contention sensor that keeps time-stamped readings:
 // TakeSamples returns those taken since the last call.
 type SampleSource interface {
@@ -57,14 +66,14 @@ func (l *LLM) run(ctx context.Context, cfg spec.Config, sensor SampleSource) (Ba
 		n = 1024
 	}
 	notes := map[string]float64{}
+	ready := false
 	for ctx.Err() == nil {
 		l.mu.Lock()
 		prompt := l.Prompts[l.next%len(l.Prompts)]
 		l.next++
 		l.mu.Unlock()
-		st, err := l.Engine.Generate(ctx, engine.Request{Prompt: prompt, MaxTokens: maxTok, Ctx: n,
-			Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg}, func(string) error { return nil })
-		res.Tokens += st.GenTokens
+		st, before, err := l.generate(ctx, prompt, maxTok, n, cfg, &ready)
+		res.Tokens += st.GenTokens - before
 		res.Busy += st.PromptDuration + st.GenDuration
 		if s := st.Spec; s != nil {
 			res.Sleep += s.Sleep
@@ -89,6 +98,35 @@ func (l *LLM) run(ctx context.Context, cfg spec.Config, sensor SampleSource) (Ba
 		res.Samples = LayerScores(rec.records)
 	}
 	return res, nil
+}
+
+// generate runs one greedy generation step by step. After the first step
+// that produced a token (the prompt is in), it tells the harness the
+// workload is in its steady state (Ready), once per run; when the harness
+// was waiting for that, the tokens made before it are not the measured
+// run's and are returned as before.
+func (l *LLM) generate(ctx context.Context, prompt string, maxTok, n int, cfg spec.Config, ready *bool) (engine.Stats, int, error) {
+	ss, err := l.Engine.NewSession(engine.Request{Prompt: prompt, MaxTokens: maxTok, Ctx: n,
+		Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg}, nil)
+	if err != nil {
+		return engine.Stats{}, 0, err
+	}
+	defer ss.Close()
+	before := 0
+	for {
+		done, err := ss.Step(ctx, func(string) error { return nil })
+		if !*ready && err == nil {
+			if st := ss.Stats(); st.GenTokens > 0 {
+				*ready = true
+				if Ready(ctx) {
+					before = st.GenTokens
+				}
+			}
+		}
+		if err != nil || done {
+			return ss.Stats(), before, err
+		}
+	}
 }
 
 // LayerTiming is one layer's duration as the decoder reported it at a

@@ -203,3 +203,15 @@ func RunqueueWait() time.Duration {
 	}
 	return time.Duration(n)
 }
+
+// ThreadCPUTime is the calling thread's CPU time in nanoseconds
+// (CLOCK_THREAD_CPUTIME_ID), or -1 when it cannot be read. Time the
+// thread waits for memory is CPU time; time another process holds the
+// core is not.
+func ThreadCPUTime() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return -1
+	}
+	return ts.Nano()
+}

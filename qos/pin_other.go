@@ -33,3 +33,6 @@ func SetProcessNice(nice int) error { return errNoAffinity }
 
 // RunqueueWait is not known off Linux.
 func RunqueueWait() time.Duration { return 0 }
+
+// ThreadCPUTime is not available off Linux.
+func ThreadCPUTime() int64 { return -1 }

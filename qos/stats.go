@@ -17,10 +17,24 @@ import (
 type Frame struct {
 	Start int64 `json:"start_ns"`
 	End   int64 `json:"end_ns"`
+	// CPU is the CPU time the frame's work took on its thread (0: not
+	// measured): its duration less the time other processes held the
+	// core, memory stalls included.
+	CPU int64 `json:"cpu_ns,omitempty"`
 }
 
 // Duration is the frame's time from its vsync tick to the end of its work.
 func (f Frame) Duration() time.Duration { return time.Duration(f.End - f.Start) }
+
+// Work is the time the frame's work took: its CPU time when measured (the
+// time other processes held the core left out: on a shared machine that
+// is noise, not the memory contention being measured), else its duration.
+func (f Frame) Work() time.Duration {
+	if f.CPU > 0 {
+		return time.Duration(f.CPU)
+	}
+	return f.Duration()
+}
 
 // Summary is what a frame list says about the foreground's smoothness.
 type Summary struct {
@@ -115,7 +129,11 @@ func NextStart(origin, prevStart, end int64, period time.Duration) int64 {
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // framesHeader is the first line of a frames file.
-const framesHeader = "start_ns,end_ns"
+const framesHeader = "start_ns,end_ns,cpu_ns"
+
+// framesHeaderV1 is the header of frames files written before frames
+// carried their CPU time.
+const framesHeaderV1 = "start_ns,end_ns"
 
 // WriteFrames writes frames as CSV: a header line, then one
 // "start_ns,end_ns" line per frame (CLOCK_MONOTONIC nanoseconds).
@@ -123,7 +141,7 @@ func WriteFrames(w io.Writer, frames []Frame) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, framesHeader)
 	for _, f := range frames {
-		fmt.Fprintf(bw, "%d,%d\n", f.Start, f.End)
+		fmt.Fprintf(bw, "%d,%d,%d\n", f.Start, f.End, f.CPU)
 	}
 	return bw.Flush()
 }
@@ -141,20 +159,31 @@ func ReadFrames(r io.Reader) ([]Frame, error) {
 		}
 		return nil, fmt.Errorf("qos: frames file is empty (want a %q header)", framesHeader)
 	}
-	if strings.TrimSpace(sc.Text()) != framesHeader {
+	header := strings.TrimSpace(sc.Text())
+	if header != framesHeader && header != framesHeaderV1 {
 		return nil, fmt.Errorf("qos: frames file starts with %q, want %q", truncate(sc.Text()), framesHeader)
 	}
+	columns := strings.Count(header, ",") + 1
 	var out []Frame
 	for line := 2; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" {
 			continue
 		}
-		a, b, ok := strings.Cut(text, ",")
-		start, err1 := strconv.ParseInt(a, 10, 64)
-		end, err2 := strconv.ParseInt(b, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("qos: frames line %d: %q is not start_ns,end_ns", line, truncate(text))
+		fields := strings.Split(text, ",")
+		var v [3]int64
+		ok := len(fields) == columns
+		for i := 0; ok && i < columns; i++ {
+			var err error
+			v[i], err = strconv.ParseInt(fields[i], 10, 64)
+			ok = err == nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("qos: frames line %d: %q is not %s", line, truncate(text), header)
+		}
+		start, end, cpu := v[0], v[1], v[2]
+		if cpu < 0 || (cpu > 0 && end > start && cpu > 2*(end-start)) {
+			return nil, fmt.Errorf("qos: frames line %d: CPU time %d ns outside [0, 2 × the frame's %d ns]", line, cpu, end-start)
 		}
 		if end < start || (len(out) > 0 && start < out[len(out)-1].Start) {
 			return nil, fmt.Errorf("qos: frames line %d: frame ends before it starts or starts before the previous one", line)
@@ -162,7 +191,7 @@ func ReadFrames(r io.Reader) ([]Frame, error) {
 		if len(out) >= maxFrames {
 			return nil, fmt.Errorf("qos: more than %d frames", maxFrames)
 		}
-		out = append(out, Frame{Start: start, End: end})
+		out = append(out, Frame{Start: start, End: end, CPU: cpu})
 	}
 	return out, sc.Err()
 }

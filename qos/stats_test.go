@@ -120,6 +120,29 @@ func TestFramesFileRoundTrip(t *testing.T) {
 	}
 }
 
+// Frames carry their CPU time; files written before they did still read.
+func TestFramesFileCPUColumn(t *testing.T) {
+	in := []Frame{{Start: 10, End: 30, CPU: 18}, {Start: 40, End: 45}}
+	var buf bytes.Buffer
+	if err := WriteFrames(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadFrames(&buf)
+	if err != nil || len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
+		t.Fatalf("round trip: %v, %v", out, err)
+	}
+	old, err := ReadFrames(strings.NewReader("start_ns,end_ns\n10,30\n40,45\n"))
+	if err != nil || len(old) != 2 || old[0].CPU != 0 || old[1].End != 45 {
+		t.Fatalf("old file: %v, %v", old, err)
+	}
+	if w := in[0].Work(); w != 18 {
+		t.Errorf("Work with CPU time = %v, want 18ns", w)
+	}
+	if w := in[1].Work(); w != 5 {
+		t.Errorf("Work without = %v, want 5ns", w)
+	}
+}
+
 func TestReadFramesErrors(t *testing.T) {
 	for _, in := range []string{
 		"",
@@ -129,6 +152,10 @@ func TestReadFramesErrors(t *testing.T) {
 		"start_ns,end_ns\n5,9\n4,10\n",
 		"start_ns,end_ns\nx,1\n",
 		"start_ns,end_ns\n1,99999999999999999999\n",
+		"start_ns,end_ns,cpu_ns\n1,2\n",            // a column short
+		"start_ns,end_ns\n1,2,1\n",                 // a column too many
+		"start_ns,end_ns,cpu_ns\n1,20,-1\n",        // negative CPU time
+		"start_ns,end_ns,cpu_ns\n1000,2000,9000\n", // far more CPU than wall time
 	} {
 		if _, err := ReadFrames(strings.NewReader(in)); err == nil {
 			t.Errorf("ReadFrames(%q) accepted", in)
@@ -140,6 +167,7 @@ func FuzzReadFrames(f *testing.F) {
 	f.Add("start_ns,end_ns\n1,2\n3,5\n")
 	f.Add("start_ns,end_ns\n\n")
 	f.Add("start_ns,end_ns\n-1,0\n")
+	f.Add("start_ns,end_ns,cpu_ns\n1,20,15\n30,50,0\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		frames, err := ReadFrames(strings.NewReader(in))
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,9 @@ import (
 
 func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench qos", "bench qos [-m TARGET.gguf --draft DRAFT.gguf] [--profiles scroll,social] [--policies all] [--reps N] [--seconds S] [--out DIR] [--json]", stderr)
-	modelPath := fs.String("m", "", "background target model `file`; without it a Llama-3.2-1B-shape Q4_0 target and its 4-layer draft (which agrees with it ≈93% of the time) are synthesized once into the cache")
+	modelPath := fs.String("m", "", "background target model `file`; without it the --pair models are used (synthesized once into the cache)")
+	pair := fs.String("pair", "8b", "without -m: the synthesized target/draft pair: 8b (a Llama-3.1-8B-shape Q4_0 target and its 4-layer draft, 18.6% of its bytes; bench flash's pair) or 1b (Llama-3.2-1B shape, a draft of 42% of its bytes)")
+	warmUp := fs.Duration("warm-up", 2*time.Minute, "start each measured run once the LLM's prompt is in and it generates, waiting at most this long (0: start with the LLM, its prefill included)")
 	draftPath := fs.String("draft", "", "draft model `file` of the target (for spec and the elastic policies)")
 	profiles := fs.String("profiles", "scroll,social", "foreground profiles, comma-separated: scroll, video, game, social")
 	var names []string
@@ -42,9 +45,9 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: the built-in prompts of bench spec)")
 	maxTokens := fs.Int("max-tokens", 128, "tokens per generation; the LLM starts the next prompt when one ends")
 	draftMax := fs.Int("draft-max", qos.DefaultDraftMax, "draft length of the spec policy")
-	rateCap := fs.Float64("rate-cap", qos.DefaultRateCap, "freq-limit's cap in tok/s")
-	chunkLayers := fs.Int("chunk-layers", qos.DefaultChunkLayers, "chunk-sleep: target layers per chunk")
-	chunkSleep := fs.Duration("chunk-sleep", qos.DefaultChunkSleep, "chunk-sleep: sleep after each chunk")
+	rateCap := fs.Float64("rate-cap", qos.DefaultRateCap, "freq-limit's cap in tok/s (with the 8b pair, unless set: 2, about half its plain decoding)")
+	chunkLayers := fs.Int("chunk-layers", qos.DefaultChunkLayers, "chunk-sleep: target layers per chunk (with the 8b pair, unless set: 1)")
+	chunkSleep := fs.Duration("chunk-sleep", qos.DefaultChunkSleep, "chunk-sleep: sleep after each chunk (with the 8b pair, unless set: 2ms)")
 	outDir := fs.String("out", "", "write the report (qos.json) and plots (qos-PROFILE.svg: jank % vs LLM tok/s; qos-PROFILE-POLICY-timeline.svg: slowdown and contention score over the first repetition) to `dir`")
 	keepRuns := fs.Bool("keep-runs", false, "with --out: also write every run's frames and contention samples as CSV (frames-PROFILE-POLICY-REP.csv, samples-…)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -79,8 +82,29 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--fg-cpu %d, --bg-cpu %d: this machine has CPUs 0 to %d", *fgCPU, *bgCPU, runtime.NumCPU()-1)
 	case *bufMiB < 0 || *bufMiB > 64<<10:
 		return fmt.Errorf("--buffer-mib %d: want 1 to 65536 (0: the default)", *bufMiB)
+	case *pair != "8b" && *pair != "1b":
+		return fmt.Errorf("--pair %q: want 8b or 1b", *pair)
+	case *warmUp < 0 || *warmUp > time.Hour:
+		return fmt.Errorf("--warm-up %v: want [0, 1h]", *warmUp)
 	case *fgCPU == *bgCPU:
 		return fmt.Errorf("--fg-cpu and --bg-cpu are both %d: the experiment needs the foreground and the LLM on different CPUs", *fgCPU)
+	}
+	// The baselines' defaults are set for the 1B pair (a layer ≈ 2.5 ms,
+	// plain decoding ≈ 18 tok/s on one core); the 8B pair's layers take
+	// ≈ 7.5 ms and it decodes ≈ 4 tok/s, so the same cut in duty cycle
+	// and the same share of its speed take other values.
+	if *modelPath == "" && *pair == "8b" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["rate-cap"] {
+			*rateCap = 2
+		}
+		if !set["chunk-layers"] {
+			*chunkLayers = 1
+		}
+		if !set["chunk-sleep"] {
+			*chunkSleep = 2 * time.Millisecond
+		}
 	}
 	// The baselines take this run's knobs.
 	for _, p := range []qos.Policy{qos.Spec(*draftMax), qos.FreqLimit(*rateCap), qos.ChunkSleep(*chunkLayers, *chunkSleep)} {
@@ -127,7 +151,11 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if draft != "" {
 				return fmt.Errorf("--draft needs -m: the target it drafts for")
 			}
-			if target, draft, err = qosModels(stderr); err != nil {
+			models := qosModels
+			if *pair == "8b" {
+				models = flashModels
+			}
+			if target, draft, err = models(stderr); err != nil {
 				return err
 			}
 		}
@@ -142,7 +170,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
 		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
 		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress,
-		MaxStolenPct: *maxStolen, Retries: *retries}
+		MaxStolenPct: *maxStolen, Retries: *retries, WarmUp: *warmUp}
 	if *keepRuns {
 		if *outDir == "" {
 			return fmt.Errorf("--keep-runs needs --out DIR")

@@ -84,6 +84,13 @@ func printForeground(w io.Writer, r *qos.ForegroundReport) {
 	}
 	fmt.Fprintf(w, "profile     %s at %g Hz on %s, burst buffer %s (%d× the %s LLC, %s)\n", r.Profile, r.Hz, where,
 		human(uint64(r.BufferBytes)), r.BufferBytes/max(r.LLCBytes, 1), human(uint64(r.LLCBytes)), llc)
+	if p, err := qos.LookupProfile(r.Profile); err == nil {
+		gestures := "every frame composes"
+		if p.FlingFrames > 0 {
+			gestures = fmt.Sprintf("flings of ~%d frames, rests of ~%d (no composition, %.0f%% of the compute)", p.FlingFrames, p.RestFrames, 100*p.RestCompute)
+		}
+		fmt.Fprintf(w, "composes    %d layers into the frame buffer (%d streams); %s\n", p.Layers, p.Layers+1, gestures)
+	}
 	if c := r.Calibration; c != nil {
 		fmt.Fprintf(w, "calibrated  %.0f units/frame: %.2f ns/unit alone, check run %.1f%% jank, median frame %.0f%% of the period (%.1f s)\n",
 			c.Units, c.NsPerUnit, c.MeasuredJankPct, 100*c.MedianFraction, c.Seconds)

@@ -69,6 +69,8 @@ func TestBenchQoSFlags(t *testing.T) {
 		{"--fg-cpu", "0", "--bg-cpu", "0"},
 		{"--window", "1us"},
 		{"--draft", "x.gguf", "--policies", "ar"},
+		{"--pair", "70b"},
+		{"--warm-up", "-1s"},
 	} {
 		code, _, errOut := shade(t, append([]string{"bench", "qos"}, bad...)...)
 		if code == 0 {
