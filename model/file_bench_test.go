@@ -1,0 +1,69 @@
+package model
+
+import (
+	"os"
+	"strconv"
+	"testing"
+)
+
+// The File benchmarks run a model file of a real shape (say one from
+// `shade synth`), named by SHADE_BENCH_MODEL, for profiling:
+//
+//	SHADE_BENCH_MODEL=l1b.gguf go test ./model -run - -bench File -cpuprofile cpu.out
+//
+// SHADE_BENCH_BATCH sets BenchmarkFileForward's rows (default 16).
+func openBenchFile(b *testing.B) (*Model, *State, int) {
+	path := os.Getenv("SHADE_BENCH_MODEL")
+	if path == "" {
+		b.Skip("SHADE_BENCH_MODEL names no model file")
+	}
+	m, err := Open(path, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	s, err := m.NewState(256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Forward(Chain([]int32{1, 2, 3, 4, 5, 6, 7, 8})); err != nil {
+		b.Fatal(err)
+	}
+	s.CommitAll()
+	return m, s, s.Len()
+}
+
+func BenchmarkFileDecode(b *testing.B) {
+	m, s, keep := openBenchFile(b)
+	tok, rows := []int32{5}, []int{0}
+	logits := make([]float32, m.Config.Vocab)
+	b.SetBytes(m.DecodeBytes())
+	for b.Loop() {
+		decodeStep(b, s, tok, logits, rows, keep)
+	}
+}
+
+func BenchmarkFileForward(b *testing.B) {
+	m, s, keep := openBenchFile(b)
+	batch := 16
+	if v, err := strconv.Atoi(os.Getenv("SHADE_BENCH_BATCH")); err == nil && v > 0 && v < 200 {
+		batch = v
+	}
+	toks := make([]int32, batch)
+	for i := range toks {
+		toks[i] = int32(100 + i)
+	}
+	logits := make([]float32, m.Config.Vocab)
+	for b.Loop() {
+		if err := s.Truncate(keep); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Forward(Chain(toks)); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Logits([]int{batch - 1}, logits); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}
