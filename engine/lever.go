@@ -112,11 +112,14 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 // engine's DRAM budget now, and the streamer's own read rate once it has
 // read enough to measure it.
 func (e *Engine) streamedCost(c *cost.Model) {
-	c.StreamedLayers, c.Streamed, c.StreamBps = 0, nil, 0
+	c.StreamedLayers, c.Streamed, c.StreamBps, c.PrereadLayers = 0, nil, 0, 0
 	if e.DRAMPlan == nil || len(e.DRAMPlan.Streamed) == 0 {
 		return
 	}
 	c.StreamedLayers = len(e.DRAMPlan.Streamed)
+	if e.Stream != nil {
+		c.PrereadLayers = e.Stream.PrereadLayers()
+	}
 	c.Streamed = make([]bool, c.Layers)
 	for _, l := range e.DRAMPlan.Streamed {
 		if l >= 0 && l < c.Layers {

@@ -105,7 +105,13 @@ func (lv *leverState) learnScales(d *Decoder) {
 	const keep = 0.95
 	lv.sn, lv.sx, lv.sy = keep*lv.sn+1, keep*lv.sx+x, keep*lv.sy+y
 	lv.sxx, lv.sxy = keep*lv.sxx+x*x, keep*lv.sxy+x*y
-	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, lv.verifyTook.Seconds()); ok {
+	// The pass was shorter by the reads the draft hid (cost.Model.Overlap):
+	// the compute scale is fitted to the pass without that head start.
+	took := lv.verifyTook.Seconds()
+	if d.draft != nil {
+		took += c.Overlap(d.draft.modelTime.Seconds(), lv.verifyRows)
+	}
+	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, took); ok {
 		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*s
 	}
 	if d.draft == nil || d.draft.modelTime <= 0 {

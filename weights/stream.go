@@ -98,7 +98,7 @@ type slot struct {
 // passes of several States of the model may follow one another in any
 // order, and a pass may stop early: the pipeline resets to whatever layer
 // is asked for next). A layer it returns stays valid until the next Layer
-// call. Stats and Plan may be called at any time from any goroutine. Close
+// call or its ReleaseLayer. Stats and Plan may be called at any time from any goroutine. Close
 // must not race with a pass.
 type Streamer struct {
 	m        *model.Model
@@ -487,6 +487,23 @@ func (s *Streamer) Layer(i int) (*model.Layer, error) {
 	return &head.layer, nil
 }
 
+// ReleaseLayer is told by the forward pass that it is done with layer i:
+// the buffer of a streamed layer goes back to the pipeline at once, which
+// reads the next layer into it. At a pass's end that is what keeps the
+// storage busy while the caller computes the LM head and drafts the next
+// step: every buffer, not all but one, holds the next pass's first
+// layers when it begins.
+func (s *Streamer) ReleaseLayer(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.held == nil || s.order[s.held.pos] != i {
+		return
+	}
+	s.free = append(s.free, s.held)
+	s.held = nil
+	s.fill()
+}
+
 // headPos is the position of the next layer the pipeline will deliver.
 func (s *Streamer) headPos() int {
 	if len(s.queue) > 0 {
@@ -568,6 +585,17 @@ func (s *Streamer) Plan() Plan { return s.plan }
 
 // Direct reports whether reads bypass the page cache (O_DIRECT).
 func (s *Streamer) Direct() bool { return s.direct }
+
+// PrereadLayers is how many of a pass's first streamed layers the
+// streamer reads before the pass asks for them when the time between
+// passes allows: every layer buffer (ReadAhead+1) once the previous pass
+// has released its last layer; none without read-ahead.
+func (s *Streamer) PrereadLayers() int {
+	if s.o.ReadAhead == 0 {
+		return 0
+	}
+	return s.o.ReadAhead + 1
+}
 
 // BufferBytes is the memory of the layer buffers.
 func (s *Streamer) BufferBytes() int64 { return s.bufBytes * int64(s.o.ReadAhead+1) }

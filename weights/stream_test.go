@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"shade/model"
 	"shade/quant"
@@ -372,5 +373,55 @@ func TestNewStreamerRejects(t *testing.T) {
 	}
 	if err := st.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestStreamerPrereadsNextPass checks that once a pass is done with its
+// last streamed layer, every layer buffer (not all but the one the pass
+// held last) fills with the next pass's first layers, with no Layer call:
+// that is the reading a caller's drafting between passes hides.
+func TestStreamerPrereadsNextPass(t *testing.T) {
+	m := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	for _, ra := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("read-ahead-%d", ra), func(t *testing.T) {
+			_, st, err := Apply(m, 0, 0, Options{ReadAhead: ra, ChunkBytes: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if got, want := st.PrereadLayers(), ra+1; got != want {
+				t.Fatalf("PrereadLayers %d, want %d", got, want)
+			}
+			s, err := m.NewState(16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Forward(model.Chain([]int32{1, 2, 3})); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(testShape.Layers + ra + 1)
+			deadline := time.Now().Add(10 * time.Second)
+			for st.Stats().LayersRead < want && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if got := st.Stats().LayersRead; got != want {
+				t.Fatalf("%d layers read after one pass of %d streamed layers; want %d (every buffer holds a next-pass layer)", got, testShape.Layers, want)
+			}
+			if err := s.Forward(model.Chain([]int32{4})); err != nil {
+				t.Fatal(err)
+			}
+			if r := st.Stats().Resets; r > 1 {
+				t.Fatalf("%d pipeline resets", r)
+			}
+		})
+	}
+	m0 := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	_, st, err := Apply(m0, 0, 0, Options{ReadAhead: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n := st.PrereadLayers(); n != 0 {
+		t.Fatalf("no read-ahead: PrereadLayers %d, want 0", n)
 	}
 }
