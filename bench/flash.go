@@ -47,6 +47,11 @@ type FlashResult struct {
 	TreeNodes     float64 `json:"tree_nodes_per_step"`
 	PrunedShare   float64 `json:"pruned_share,omitempty"`
 	HeadRows      float64 `json:"head_rows_per_step,omitempty"`
+	// DraftShare is the share of the steps' time spent drafting (the
+	// rest verifies and books); PreDrafted the share of steps whose tree
+	// was drafted during the previous step's verification (lever).
+	DraftShare float64 `json:"draft_share"`
+	PreDrafted float64 `json:"pre_drafted,omitempty"`
 	Lossless      bool    `json:"same_output_as_ar"`
 	Streamed      int     `json:"streamed_layers"`
 }
@@ -153,6 +158,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 			{"no pruning", with(spec.Lever, func(c *spec.Config) { c.NoPrune = true })},
 			{"no lazy head", with(spec.Lever, func(c *spec.Config) { c.NoLazyHead = true })},
 			{"no batch draft", with(spec.Lever, func(c *spec.Config) { c.NoBatchDraft = true })},
+			{"no pre-draft", with(spec.Lever, func(c *spec.Config) { c.NoPreDraft = true })},
 		}
 		if rep.Ablation, err = runFlashBudget(ctx, e, o, o.AblationBudget, abl, progress); err != nil {
 			return rep, err
@@ -238,6 +244,10 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 				t.Generated += s.Generated
 				t.Pruned += s.Pruned
 				t.HeadRows += s.HeadRows
+				t.DraftTime += s.DraftTime
+				t.VerifyTime += s.VerifyTime
+				t.OtherTime += s.OtherTime
+				t.PreDraftHits += s.PreDraftHits
 			}
 		}
 	}
@@ -264,6 +274,10 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 			r.TokensPerStep = float64(t.Generated) / float64(t.Steps)
 			r.TreeNodes = float64(t.Drafted) / float64(t.Steps)
 			r.HeadRows = float64(t.HeadRows) / float64(t.Steps)
+			r.PreDrafted = float64(t.PreDraftHits) / float64(t.Steps)
+		}
+		if all := t.DraftTime + t.VerifyTime + t.OtherTime; all > 0 {
+			r.DraftShare = t.DraftTime.Seconds() / all.Seconds()
 		}
 		if t.Drafted > 0 {
 			r.PrunedShare = float64(t.Pruned) / float64(t.Drafted)

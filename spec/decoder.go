@@ -77,6 +77,12 @@ type Config struct {
 	NoPrune      bool // verify every drafted row through every layer
 	NoLazyHead   bool // logits for every row of the verify pass, in one head pass
 	NoBatchDraft bool // expand one frontier node per draft pass
+	// NoPreDraft turns off pre-drafting: with layers streamed, greedy
+	// decoding and gain-cost trees, lever mode drafts the next step's tree
+	// on a second drafter while the target verifies the current one
+	// (see preDraft), and uses it when verification accepts the main path
+	// and then the draft's next token.
+	NoPreDraft bool
 	// PruneTrace, if set, receives every step's tree nodes with their
 	// pruning features and verdicts (nodes whose parent was reached):
 	// the training data of the predictor. Features are taken after
@@ -144,6 +150,10 @@ type Stats struct {
 	PrunedLost  int    `json:"pruned_lost,omitempty"`
 	PruneSteps  int    `json:"prune_steps,omitempty"`
 	HeadRows    int    `json:"head_rows,omitempty"`
+	// Pre-drafting: next-step trees drafted during verification, and how
+	// many of them were used (the step then drafted nothing itself).
+	PreDrafts    int `json:"pre_drafts,omitempty"`
+	PreDraftHits int `json:"pre_draft_hits,omitempty"`
 	PruneNote   string `json:"prune_note,omitempty"`
 }
 
@@ -195,7 +205,8 @@ type Decoder struct {
 	fillNodes  []int32
 	ngcache    *NgramCache // under a governor: filling's multi-source n-gram cache
 
-	lv leverState
+	lv  leverState
+	pre *preDraft // nil unless pre-drafting
 }
 
 // NewDecoder sets up decoding on a target state. draft may be nil when the
@@ -220,6 +231,12 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 	if cfg.Mode == Lever {
 		if err := d.lv.init(d); err != nil {
 			return nil, err
+		}
+		if !cfg.NoPreDraft && !cfg.NoGainCost && cfg.Governor == nil && sampler.Params().Greedy() &&
+			d.lv.cost != nil && d.lv.cost.StreamedLayers > 0 {
+			if err := d.enablePreDraft(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if d.gov != nil {
@@ -253,6 +270,9 @@ func (d *Decoder) forward(b model.Batch) error {
 // Stats returns the counters so far.
 func (d *Decoder) Stats() Stats {
 	st := d.stats
+	if d.pre != nil {
+		st.PreDrafts, st.PreDraftHits = d.pre.launched, d.pre.hits
+	}
 	if d.gov != nil {
 		st.Governor = governorStats(d.gov)
 	}
@@ -291,6 +311,7 @@ func (d *Decoder) Start(prompt []int32) error {
 func (d *Decoder) Step(out []int32) ([]int32, error) {
 	t0 := time.Now()
 	d.tree.Reset()
+	d.dropPreDraft()
 	if err := d.makeDraft(); err != nil {
 		return out, err
 	}
@@ -318,6 +339,9 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.batch.Tokens = append(d.batch.Tokens, d.tree.Tokens[i])
 		d.batch.Parent = append(d.batch.Parent, d.tree.Parent[i]+1)
 	}
+	if d.pre != nil && n > 0 {
+		d.launchPreDraft(d.gainCost(d.cfg.MaxNodes))
+	}
 	if err := d.verifyForward(d.batch); err != nil {
 		return out, err
 	}
@@ -331,6 +355,7 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	if err != nil {
 		return out, err
 	}
+	d.joinPreDraft(path, bonus)
 	d.rows = append(d.rows[:0], 0)
 	for _, p := range path {
 		d.rows = append(d.rows, int(p)+1)
@@ -526,6 +551,12 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 	return d.logits, nil
 }
 
+// gainCost is the configuration of a gain-cost draft with room for at most
+// room nodes.
+func (d *Decoder) gainCost(room int) GainCost {
+	return GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}
+}
+
 // makeDraft fills d.tree according to the mode.
 func (d *Decoder) makeDraft() error {
 	d.lastDraftKind = draftNone
@@ -547,10 +578,13 @@ func (d *Decoder) makeDraft() error {
 	case Lever:
 		d.lastDraftKind = draftModel
 		var err error
-		if d.cfg.NoGainCost || d.lv.cost == nil {
+		d.lv.predrafted = d.takePreDraft()
+		switch {
+		case d.lv.predrafted:
+		case d.cfg.NoGainCost || d.lv.cost == nil:
 			err = d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
-		} else {
-			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}, &d.tree)
+		default:
+			err = d.draft.DraftGainCost(d.ctx, d.gainCost(room), &d.tree)
 		}
 		d.stats.DraftPasses += d.draft.DraftPasses()
 		d.stats.MaxTree = max(d.stats.MaxTree, d.tree.Len())

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"shade/model"
@@ -26,6 +27,7 @@ type ModelDrafter struct {
 	m       *model.Model
 	s       *model.State
 	sampler *sample.Sampler
+	params  sample.Params // as given to NewModelDrafter
 
 	seen    []int32 // tokens whose KV is committed in s
 	catchup int     // tokens the last Draft fed before drafting
@@ -64,6 +66,10 @@ type ModelDrafter struct {
 	gov       Governor
 	hook      func(layer int) error // d.layerHook, bound once
 	preempted bool                  // the last Draft was cut short by gov
+	// stop, when set, cuts a draft short at the next layer boundary like
+	// a governor's preemption: how a pre-draft is stopped once the verify
+	// pass it runs beside is over.
+	stop atomic.Bool
 }
 
 // cand is a possible child during expansion.
@@ -86,13 +92,14 @@ func NewModelDrafter(m *model.Model, ctx int, params sample.Params) (*ModelDraft
 	if err != nil {
 		return nil, err
 	}
+	given := params
 	params.Seed ^= 0x5eed5eed5eed5eed
 	params.RepeatPenalty = 1 // the penalty's history is the target's business
 	sm, err := sample.New(params)
 	if err != nil {
 		return nil, err
 	}
-	d := &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}
+	d := &ModelDrafter{m: m, s: s, sampler: sm, params: given, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}
 	d.hook = d.layerHook
 	return d, nil
 }
@@ -105,6 +112,9 @@ func (d *ModelDrafter) SetGovernor(g Governor) { d.gov = g }
 func (d *ModelDrafter) Preempted() bool { return d.preempted }
 
 func (d *ModelDrafter) layerHook(layer int) error {
+	if d.stop.Load() {
+		return errPreempted
+	}
 	if d.gov != nil && d.gov.DraftLayer(layer, d.s.Rows(), d.s.LayerTimes[layer]) {
 		return errPreempted
 	}

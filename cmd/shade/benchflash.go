@@ -128,12 +128,12 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  same"
+const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  drafting  pre-drafted  same"
 
 func printFlashRow(w io.Writer, x bench.FlashResult) {
-	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %v\n",
+	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %7.0f%%  %10.0f%%  %v\n",
 		100*x.Budget, x.Streamed, x.Mode, x.TokPerS, x.Speedup, weights.Human(int64(x.BytesPerToken)), 100*x.IOShare, x.ReadGBps,
-		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, x.Lossless)
+		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, 100*x.DraftShare, 100*x.PreDrafted, x.Lossless)
 }
 
 // printFlash ends the table: calibrations used, the disk, and the bars.
