@@ -52,8 +52,8 @@ type FlashResult struct {
 	// was drafted during the previous step's verification (lever).
 	DraftShare float64 `json:"draft_share"`
 	PreDrafted float64 `json:"pre_drafted,omitempty"`
-	Lossless      bool    `json:"same_output_as_ar"`
-	Streamed      int     `json:"streamed_layers"`
+	Lossless   bool    `json:"same_output_as_ar"`
+	Streamed   int     `json:"streamed_layers"`
 }
 
 // FlashReport is what RunFlash measured.

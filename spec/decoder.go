@@ -144,17 +144,17 @@ type Stats struct {
 	// verify rows pruned (and how many of them the target would have
 	// accepted, greedy only), steps that pruned, LM-head rows computed,
 	// and why pruning is off when it is.
-	DraftPasses int    `json:"draft_passes,omitempty"`
-	MaxTree     int    `json:"max_tree,omitempty"`
-	Pruned      int    `json:"pruned,omitempty"`
-	PrunedLost  int    `json:"pruned_lost,omitempty"`
-	PruneSteps  int    `json:"prune_steps,omitempty"`
-	HeadRows    int    `json:"head_rows,omitempty"`
+	DraftPasses int `json:"draft_passes,omitempty"`
+	MaxTree     int `json:"max_tree,omitempty"`
+	Pruned      int `json:"pruned,omitempty"`
+	PrunedLost  int `json:"pruned_lost,omitempty"`
+	PruneSteps  int `json:"prune_steps,omitempty"`
+	HeadRows    int `json:"head_rows,omitempty"`
 	// Pre-drafting: next-step trees drafted during verification, and how
 	// many of them were used (the step then drafted nothing itself).
-	PreDrafts    int `json:"pre_drafts,omitempty"`
-	PreDraftHits int `json:"pre_draft_hits,omitempty"`
-	PruneNote   string `json:"prune_note,omitempty"`
+	PreDrafts    int    `json:"pre_drafts,omitempty"`
+	PreDraftHits int    `json:"pre_draft_hits,omitempty"`
+	PruneNote    string `json:"prune_note,omitempty"`
 }
 
 // AcceptanceRate is accepted ÷ drafted.
