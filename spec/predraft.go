@@ -79,6 +79,13 @@ func (d *Decoder) launchPreDraft(cfg GainCost) {
 	cfg.MaxNodes = min(cfg.MaxNodes, d.target.Cache.Cap()-d.target.Len()-len(p.main)-2)
 	p.cfg = cfg
 	p.tree.Reset()
+	// The pre-drafter takes over the KV entries the drafter has computed
+	// for the context and the main path (a copy), so that it need not run
+	// them again on its single thread.
+	if err := p.other.adopt(d.draft, d.ctx, p.main, &d.tree); err != nil {
+		p.done = nil
+		return
+	}
 	p.done = make(chan preOutcome, 1)
 	p.launched++
 	other, ctx, tree := p.other, p.ctx, &p.tree
@@ -175,6 +182,49 @@ func (d *ModelDrafter) twin(pool *par.Pool) (*ModelDrafter, error) {
 	}
 	t.ranks = d.ranks
 	return t, nil
+}
+
+// adopt makes d's committed context that of src, the drafter holding the
+// current draft tree t (drafted from ctx), followed by the nodes of path
+// src has run, by copying src's KV entries: those src committed, its
+// catch-up rows and the path's rows. The entries are what d would compute
+// itself (same model, same positions, batch-invariant kernels).
+func (d *ModelDrafter) adopt(src *ModelDrafter, ctx, path []int32, t *Tree) error {
+	fed := len(src.seen) + int(src.rootRow) + 1
+	if src.s.Rows() == 0 || fed != len(ctx) || !slices.Equal(src.seen, ctx[:len(src.seen)]) {
+		return fmt.Errorf("spec: pre-draft: the drafter does not hold the context's entries")
+	}
+	common := 0
+	for common < len(d.seen) && common < len(src.seen) && d.seen[common] == src.seen[common] {
+		common++
+	}
+	if err := d.s.Truncate(common); err != nil {
+		return err
+	}
+	d.seen = d.seen[:common]
+	base := src.s.Cache.Len()
+	slots := d.rows[:0]
+	for s := common; s < base; s++ {
+		slots = append(slots, s)
+	}
+	for r := 0; r <= int(src.rootRow); r++ {
+		slots = append(slots, base+r)
+	}
+	d.seen = append(d.seen, ctx[common:]...)
+	for _, n := range path {
+		if int(n) >= len(src.fed) || !src.fed[n] {
+			break
+		}
+		slots = append(slots, base+int(src.nodeRow[n]))
+		d.seen = append(d.seen, t.Tokens[n])
+	}
+	d.rows = slots
+	if err := d.s.Cache.AppendFrom(src.s.Cache, slots); err != nil {
+		d.s.Truncate(common)
+		d.seen = d.seen[:common]
+		return err
+	}
+	return nil
 }
 
 // guessNext feeds the draft what it has not seen of ctx (the accepted text
