@@ -158,7 +158,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 			{"no pruning", with(spec.Lever, func(c *spec.Config) { c.NoPrune = true })},
 			{"no lazy head", with(spec.Lever, func(c *spec.Config) { c.NoLazyHead = true })},
 			{"no batch draft", with(spec.Lever, func(c *spec.Config) { c.NoBatchDraft = true })},
-			{"no pre-draft", with(spec.Lever, func(c *spec.Config) { c.NoPreDraft = true })},
+			{"+ pre-draft", with(spec.Lever, func(c *spec.Config) { c.PreDraft = true })},
 		}
 		if rep.Ablation, err = runFlashBudget(ctx, e, o, o.AblationBudget, abl, progress); err != nil {
 			return rep, err

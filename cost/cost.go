@@ -220,6 +220,22 @@ func (m *Model) Overlap(draft float64, b int) float64 {
 	return min(draft/io, float64(k)) * max(0, io-m.Layer(b))
 }
 
+// IOWait is how long a verify pass of b rows waits for storage: each
+// streamed layer whose read takes longer than its compute leaves the cores
+// idle for the difference. Other work can run there (a pre-draft).
+func (m *Model) IOWait(b int) float64 {
+	resident := m.Layers - min(m.StreamedLayers, m.Layers)
+	placed := len(m.Streamed) == m.Layers
+	io := m.LayerIO()
+	var t float64
+	for l := range m.Layers {
+		if (placed && m.Streamed[l]) || (!placed && l >= resident) {
+			t += max(0, io-m.Layer(b))
+		}
+	}
+	return t
+}
+
 // VerifyRows is Verify without pruning.
 func (m *Model) VerifyRows(b int) float64 { return m.Verify(b, b, m.Layers) }
 

@@ -6,6 +6,7 @@ import (
 
 	"shade/calib"
 	"shade/cost"
+	"shade/par"
 	"shade/spec"
 )
 
@@ -104,6 +105,17 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 	}
 	if cfg.Learned == nil {
 		cfg.Learned = ls.Learned
+	}
+	if cfg.PreDraftPool == nil {
+		e.leverMu.Lock()
+		if e.prePool == nil {
+			e.prePool = par.New(e.Model.Pool.Threads())
+		}
+		cfg.PreDraftPool = e.prePool
+		e.leverMu.Unlock()
+	}
+	if cfg.TargetIdle == nil && e.Stream != nil {
+		cfg.TargetIdle = e.Stream.IOWaiting
 	}
 	return nil
 }

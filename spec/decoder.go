@@ -8,6 +8,7 @@ import (
 
 	"shade/cost"
 	"shade/model"
+	"shade/par"
 	"shade/sample"
 )
 
@@ -77,12 +78,20 @@ type Config struct {
 	NoPrune      bool // verify every drafted row through every layer
 	NoLazyHead   bool // logits for every row of the verify pass, in one head pass
 	NoBatchDraft bool // expand one frontier node per draft pass
-	// NoPreDraft turns off pre-drafting: with layers streamed, greedy
-	// decoding and gain-cost trees, lever mode drafts the next step's tree
-	// on a second drafter while the target verifies the current one
-	// (see preDraft), and uses it when verification accepts the main path
-	// and then the draft's next token.
-	NoPreDraft bool
+	// PreDraft turns on pre-drafting (an experiment, off by default: on
+	// this project's 2-core machine it slowed lever down): with layers
+	// streamed, greedy decoding and gain-cost trees, lever mode drafts the
+	// next step's tree on a second drafter while the target verifies the
+	// current one (see preDraft), and uses it when verification accepts
+	// the main path and then the draft's next token.
+	PreDraft bool
+	// PreDraftPool is the worker pool pre-drafts run on, beside the
+	// target's (nil: the pre-drafting goroutine alone). TargetIdle, if
+	// set, reports whether the target's pass is blocked on storage reads:
+	// a pre-draft then runs its draft layers only while it is, so that
+	// it never slows the verify pass it runs beside.
+	PreDraftPool *par.Pool
+	TargetIdle   func() bool
 	// PruneTrace, if set, receives every step's tree nodes with their
 	// pruning features and verdicts (nodes whose parent was reached):
 	// the training data of the predictor. Features are taken after
@@ -232,7 +241,7 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 		if err := d.lv.init(d); err != nil {
 			return nil, err
 		}
-		if !cfg.NoPreDraft && !cfg.NoGainCost && cfg.Governor == nil && sampler.Params().Greedy() &&
+		if cfg.PreDraft && !cfg.NoGainCost && cfg.Governor == nil && sampler.Params().Greedy() &&
 			d.lv.cost != nil && d.lv.cost.StreamedLayers > 0 {
 			if err := d.enablePreDraft(); err != nil {
 				return nil, err

@@ -70,6 +70,9 @@ type ModelDrafter struct {
 	// a governor's preemption: how a pre-draft is stopped once the verify
 	// pass it runs beside is over.
 	stop atomic.Bool
+	// idle, when set (a pre-drafter), says when the target's pass leaves
+	// the cores free: each draft layer waits for it.
+	idle func() bool
 }
 
 // cand is a possible child during expansion.
@@ -115,15 +118,29 @@ func (d *ModelDrafter) layerHook(layer int) error {
 	if d.stop.Load() {
 		return errPreempted
 	}
+	d.waitIdle()
 	if d.gov != nil && d.gov.DraftLayer(layer, d.s.Rows(), d.s.LayerTimes[layer]) {
 		return errPreempted
 	}
 	return nil
 }
 
+// waitIdle holds a pre-drafter until the target's pass is blocked on
+// storage (or the pre-draft is stopped): the next draft layer then uses
+// cores the verify pass is not using.
+func (d *ModelDrafter) waitIdle() {
+	if d.idle == nil {
+		return
+	}
+	for !d.idle() && !d.stop.Load() {
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 // run runs every layer of the pass in flight; false when the governor
 // preempted it (the pass is then abandoned).
 func (d *ModelDrafter) run() (bool, error) {
+	d.waitIdle()
 	t0 := time.Now()
 	defer func() { d.modelTime += time.Since(t0) }()
 	err := d.s.RunLayers(0, d.m.Config.Layers, d.hook)

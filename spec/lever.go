@@ -24,6 +24,10 @@ type GainCost struct {
 	// (the slope of verify time against rows): reads and compute overlap
 	// less than the cost model's "the longer of the two" assumes.
 	RowFloor float64
+	// FreeDraft is drafting time that costs the step nothing, in seconds:
+	// a pre-draft runs beside a verify pass while it waits for storage.
+	// Beyond it drafting costs its time (and hides no reads).
+	FreeDraft float64
 }
 
 // maxGainCostDepth bounds how deep a gain-cost tree may grow.
@@ -68,6 +72,9 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	// draft pass costs only what it adds beyond the reads it hides.
 	drafting := cm.Draft(d.catchup)
 	draftCost := func(from, more float64, rows int) float64 {
+		if g.FreeDraft > 0 {
+			return max(0, from+more-g.FreeDraft) - max(0, from-g.FreeDraft)
+		}
 		return more - (cm.Overlap(from+more, rows) - cm.Overlap(from, rows))
 	}
 	total := draftCost(0, drafting, 1) + base // T

@@ -109,13 +109,13 @@ func TestLeverGreedyLossless(t *testing.T) {
 	}
 	L := target.Config.Layers
 	io := toyCost(L, L, 20e-3, 1e-5, 1e-4)
-	full := Config{Mode: Lever, Cost: io, Pruner: aggressivePruner(DefaultPruneLayer(L))}
+	full := Config{Mode: Lever, Cost: io, Pruner: aggressivePruner(DefaultPruneLayer(L)), PreDraft: true}
 	configs := map[string]Config{"full": full}
 	for _, off := range []string{"gain-cost", "prune", "lazy-head", "batch-draft", "pre-draft"} {
 		c := full
 		switch off {
 		case "pre-draft":
-			c.NoPreDraft = true
+			c.PreDraft = false
 		case "gain-cost":
 			c.NoGainCost = true
 		case "prune":
@@ -146,7 +146,7 @@ func TestLeverGreedyLossless(t *testing.T) {
 				pruned += st.Pruned
 				lost += st.PrunedLost
 				// Pre-drafting needs streamed layers and gain-cost trees.
-				if st.PreDrafts > 0 && (cfg.NoPreDraft || cfg.NoGainCost || cname == "compute-bound") {
+				if st.PreDrafts > 0 && (!cfg.PreDraft || cfg.NoGainCost || cname == "compute-bound") {
 					t.Errorf("%s: %d pre-drafts", cname, st.PreDrafts)
 				}
 				if st.PreDraftHits > st.PreDrafts {

@@ -53,7 +53,14 @@ func (d *Decoder) enablePreDraft() error {
 	if err != nil {
 		return fmt.Errorf("spec: pre-drafting: %w", err)
 	}
-	other.m.Pool = nil
+	// A state's attention scratch is sized for the pool it was made with:
+	// a larger pre-draft pool would overrun it.
+	if pp := d.cfg.PreDraftPool; pp == nil || pp.Threads() <= pool.Threads() {
+		other.m.Pool = pp
+	} else {
+		other.m.Pool = nil
+	}
+	other.idle = d.cfg.TargetIdle
 	d.draft = main
 	d.pre = &preDraft{other: other}
 	return nil
@@ -75,6 +82,9 @@ func (d *Decoder) launchPreDraft(cfg GainCost) {
 	}
 	c := *cfg.Cost
 	cfg.Cost = &c
+	// Its draft passes run while the verify pass waits for reads: that
+	// much drafting is free, and its tree grows deeper than the step's own.
+	cfg.FreeDraft = c.IOWait(len(d.batch.Tokens))
 	// The tree must fit the context after the assumed tokens.
 	cfg.MaxNodes = min(cfg.MaxNodes, d.target.Cache.Cap()-d.target.Len()-len(p.main)-2)
 	p.cfg = cfg
@@ -114,7 +124,9 @@ func (d *Decoder) joinPreDraft(path []int32, bonus int32) {
 	out := <-p.done
 	p.other.stop.Store(false)
 	p.done = nil
-	p.ready = out.err == nil && out.guess == bonus && slices.Equal(path, p.main) && p.tree.Len() > 0
+	// A pre-draft cut short is a poorer tree than the step would draft
+	// itself: only a finished one is used.
+	p.ready = out.err == nil && !p.other.preempted && out.guess == bonus && slices.Equal(path, p.main) && p.tree.Len() > 0
 	if p.ready {
 		p.hits++
 	}
@@ -146,6 +158,7 @@ func (d *Decoder) takePreDraft() bool {
 	}
 	d.draft, p.other = p.other, d.draft
 	d.draft.m.Pool, p.other.m.Pool = p.other.m.Pool, d.draft.m.Pool
+	d.draft.idle, p.other.idle = p.other.idle, d.draft.idle
 	return true
 }
 

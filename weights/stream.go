@@ -135,6 +135,7 @@ type Streamer struct {
 	layersRead, bytesRead, readErrs atomic.Int64
 	readNs, ioWaitNs, computeNs     atomic.Int64
 	resets                          atomic.Int64
+	waiting                         atomic.Bool // a pass is blocked on a read
 }
 
 // Apply plans the target's layers for a budget in bytes (the draft's
@@ -474,7 +475,9 @@ func (s *Streamer) Layer(i int) (*model.Layer, error) {
 	head := s.queue[0]
 	s.queue = s.queue[1:]
 	t0 := time.Now()
+	s.waiting.Store(true)
 	err := <-head.done
+	s.waiting.Store(false)
 	s.ioWaitNs.Add(int64(time.Since(t0)))
 	if err != nil {
 		s.free = append(s.free, head)
@@ -486,6 +489,11 @@ func (s *Streamer) Layer(i int) (*model.Layer, error) {
 	s.fill()
 	return &head.layer, nil
 }
+
+// IOWaiting reports whether a forward pass is blocked waiting for a
+// streamed layer's read: the cores are idle for other work then. Safe to
+// call from any goroutine.
+func (s *Streamer) IOWaiting() bool { return s.waiting.Load() }
 
 // ReleaseLayer is told by the forward pass that it is done with layer i:
 // the buffer of a streamed layer goes back to the pipeline at once, which
