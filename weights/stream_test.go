@@ -425,3 +425,54 @@ func TestStreamerPrereadsNextPass(t *testing.T) {
 		t.Fatalf("no read-ahead: PrereadLayers %d, want 0", n)
 	}
 }
+
+// gateReader holds every read, once holding, until its gate is closed.
+type gateReader struct {
+	r       io.ReaderAt
+	holding atomic.Bool
+	gate    chan struct{}
+}
+
+func (g *gateReader) ReadAt(p []byte, off int64) (int, error) {
+	if g.holding.Load() {
+		<-g.gate
+	}
+	return g.r.ReadAt(p, off)
+}
+
+// TestStreamerIOWaiting: IOWaiting is true exactly while a pass is blocked
+// on a streamed layer's read.
+func TestStreamerIOWaiting(t *testing.T) {
+	m := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	g := &gateReader{gate: make(chan struct{})}
+	_, st, err := Apply(m, 0, 0, Options{ReadAhead: 1, ChunkBytes: 64 << 10,
+		WrapReader: func(r io.ReaderAt) io.ReaderAt { g.r = r; return g }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.IOWaiting() {
+		t.Fatal("waiting before any pass")
+	}
+	g.holding.Store(true)
+	s, err := m.NewState(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Forward(model.Chain([]int32{1, 2})) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !st.IOWaiting() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !st.IOWaiting() {
+		t.Fatal("a pass blocked on a held read: IOWaiting stayed false")
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st.IOWaiting() {
+		t.Fatal("waiting after the pass")
+	}
+}
