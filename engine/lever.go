@@ -106,7 +106,7 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 	if cfg.Learned == nil {
 		cfg.Learned = ls.Learned
 	}
-	if cfg.PreDraftPool == nil {
+	if cfg.PreDraft && cfg.PreDraftPool == nil {
 		e.leverMu.Lock()
 		if e.prePool == nil {
 			e.prePool = par.New(e.Model.Pool.Threads())
@@ -114,7 +114,7 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 		cfg.PreDraftPool = e.prePool
 		e.leverMu.Unlock()
 	}
-	if cfg.TargetIdle == nil && e.Stream != nil {
+	if cfg.PreDraft && cfg.TargetIdle == nil && e.Stream != nil {
 		cfg.TargetIdle = e.Stream.IOWaiting
 	}
 	return nil
