@@ -21,6 +21,11 @@ type FlashOptions struct {
 	AblationBudget float64
 	Prompts        []string // default: the first three DefaultPrompts
 	Tokens         int      // generated per prompt (default 32)
+	// WarmupTokens, if > 0, has every mode at every budget first generate
+	// that many tokens from the first prompt, untimed: what a mode learns
+	// as it runs (lever's acceptance and cost scales, shared by an
+	// engine's requests) then starts warm, as on a serving engine.
+	WarmupTokens int
 	// Chain and static-tree speculation's shapes.
 	DraftMax, TreeWidth, TreeDepth int
 	ReadAhead                      int
@@ -60,6 +65,7 @@ type FlashResult struct {
 type FlashReport struct {
 	Prompts  int                `json:"prompts"`
 	Tokens   int                `json:"tokens_per_prompt"`
+	Warmup   int                `json:"warmup_tokens,omitempty"` // untimed tokens per mode and budget first
 	Layers   int                `json:"layers"`
 	Results  []FlashResult      `json:"results"`
 	Ablation []FlashResult      `json:"ablation"`
@@ -112,7 +118,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 			o.Progress(fmt.Sprintf(f, a...))
 		}
 	}
-	rep := FlashReport{Prompts: len(o.Prompts), Tokens: o.Tokens, Layers: e.Model.Config.Layers}
+	rep := FlashReport{Prompts: len(o.Prompts), Tokens: o.Tokens, Warmup: o.WarmupTokens, Layers: e.Model.Config.Layers}
 	ls, err := e.Lever(nil) // measured before any layer streams
 	if err != nil {
 		return rep, err
@@ -213,6 +219,15 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 	totals := make([]spec.Stats, len(modes))
 	for j, m := range modes {
 		results[j] = FlashResult{Budget: budget, Mode: m.name, Lossless: true, Streamed: len(plan.Streamed)}
+	}
+	if o.WarmupTokens > 0 {
+		for _, m := range modes {
+			progress("flash: budget %.0f%%, warm-up of %s", 100*budget, m.name)
+			if _, err := e.Generate(ctx, engine.Request{Prompt: o.Prompts[0], MaxTokens: o.WarmupTokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: m.cfg},
+				func(string) error { return nil }); err != nil {
+				return nil, fmt.Errorf("bench flash: warm-up of %s at budget %v: %w", m.name, budget, err)
+			}
+		}
 	}
 	for i, p := range o.Prompts {
 		var reference []int32
