@@ -134,7 +134,7 @@ type Streamer struct {
 	passes, calls, gaps             atomic.Int64
 	layersRead, bytesRead, readErrs atomic.Int64
 	readNs, ioWaitNs, computeNs     atomic.Int64
-	resets                          atomic.Int64
+	resets, ready                   atomic.Int64
 	waiting                         atomic.Bool // a pass is blocked on a read
 }
 
@@ -474,11 +474,17 @@ func (s *Streamer) Layer(i int) (*model.Layer, error) {
 	s.fill()
 	head := s.queue[0]
 	s.queue = s.queue[1:]
-	t0 := time.Now()
-	s.waiting.Store(true)
-	err := <-head.done
-	s.waiting.Store(false)
-	s.ioWaitNs.Add(int64(time.Since(t0)))
+	var err error
+	select {
+	case err = <-head.done:
+		s.ready.Add(1)
+	default:
+		t0 := time.Now()
+		s.waiting.Store(true)
+		err = <-head.done
+		s.waiting.Store(false)
+		s.ioWaitNs.Add(int64(time.Since(t0)))
+	}
 	if err != nil {
 		s.free = append(s.free, head)
 		s.drain()

@@ -407,11 +407,16 @@ func TestStreamerPrereadsNextPass(t *testing.T) {
 			if got := st.Stats().LayersRead; got != want {
 				t.Fatalf("%d layers read after one pass of %d streamed layers; want %d (every buffer holds a next-pass layer)", got, testShape.Layers, want)
 			}
+			before := st.Stats().LayersReady
 			if err := s.Forward(model.Chain([]int32{4})); err != nil {
 				t.Fatal(err)
 			}
 			if r := st.Stats().Resets; r > 1 {
 				t.Fatalf("%d pipeline resets", r)
+			}
+			// The second pass found its first layers read already.
+			if got := st.Stats().LayersReady - before; got < int64(ra+1) {
+				t.Fatalf("%d layers ready in the pass after the pre-read, want ≥ %d", got, ra+1)
 			}
 		})
 	}
