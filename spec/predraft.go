@@ -7,10 +7,12 @@ import (
 	"shade/par"
 )
 
-// preDraft is Lever's hybrid execution on a CPU: while the target verifies
-// a tree with layers streamed from storage, the cores mostly wait for
-// reads, so a second drafter drafts the next step's tree meanwhile, on one
-// thread of its own. It must guess where that tree starts: it assumes the
+// preDraft is an experiment in Lever's hybrid execution on a CPU (off
+// unless Config.PreDraft): while the target verifies a tree with layers
+// streamed from storage, the cores partly wait for reads, so a second
+// drafter drafts the next step's tree meanwhile, on a worker pool of its
+// own, running its draft layers only while the verify pass is blocked on
+// storage (Config.TargetIdle). It must guess where that tree starts: it assumes the
 // target accepts the whole main path of the tree being verified (the
 // draft's most probable chain) and then produces the draft's own next
 // token. When verification ends exactly so, the next step starts from
@@ -24,10 +26,8 @@ type preDraft struct {
 	// The pre-draft's tree and what it assumed, once finished.
 	tree  Tree
 	main  []int32 // the main path it assumed accepted (nodes of the verified tree)
-	guess int32   // the bonus token it assumed
 	ready bool    // tree is the next step's draft (set after a hit)
-	cfg   GainCost
-	ctx   []int32
+	ctx   []int32 // the context it assumed, up to the guessed token
 	// Counters for Stats.
 	launched, hits int
 }
@@ -87,7 +87,6 @@ func (d *Decoder) launchPreDraft(cfg GainCost) {
 	cfg.FreeDraft = c.IOWait(len(d.batch.Tokens))
 	// The tree must fit the context after the assumed tokens.
 	cfg.MaxNodes = min(cfg.MaxNodes, d.target.Cache.Cap()-d.target.Len()-len(p.main)-2)
-	p.cfg = cfg
 	p.tree.Reset()
 	// The pre-drafter takes over the KV entries the drafter has computed
 	// for the context and the main path (a copy), so that it need not run
