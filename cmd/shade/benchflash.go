@@ -15,7 +15,7 @@ import (
 )
 
 func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench flash", "bench flash [-m TARGET.gguf --draft DRAFT.gguf] [--budgets 0,25,50,75,100] [--ablation 50] [-n N] [--prompts FILE.jsonl] [--svg FILE] [--json]", stderr)
+	fs := newFlagSet("bench flash", "bench flash [-m TARGET.gguf --draft DRAFT.gguf] [--budgets 0,25,50,75,100] [--ablation 50] [-n N] [--warmup N] [--prompts FILE.jsonl] [--svg FILE] [--json]", stderr)
 	modelPath := fs.String("m", "", "target model `file`; without it (and --draft) a Llama-3.1-8B-shape Q4_0 target whose 4-layer draft predicts it well is synthesized once into the cache (about 4.5 GB)")
 	draftPath := fs.String("draft", "", "draft model `file` (required with -m)")
 	budgets := fs.String("budgets", "0,25,50,75,100", "DRAM budgets to compare, as `percentages` of the target's layers kept resident (the draft and the target's embedding, head and norms always are)")
