@@ -351,17 +351,9 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	if d.pre != nil && n > 0 {
 		d.launchPreDraft(d.gainCost(d.cfg.MaxNodes))
 	}
-	if err := d.verifyForward(d.batch); err != nil {
-		return out, err
-	}
-	if err := d.predictLogits(); err != nil {
-		return out, err
-	}
-	d.verify.skip = d.lv.pruned
-	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
-	d.verify.skip = nil
-	d.path = path
+	path, bonus, err := d.verifyTree()
 	if err != nil {
+		d.dropPreDraft() // a pre-draft must not outlive its decoder's last step
 		return out, err
 	}
 	d.joinPreDraft(path, bonus)
@@ -434,6 +426,22 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.stats.Sleep += sleepFor(d.gov.StepDone(len(path)+1, time.Since(t0)))
 	}
 	return out, nil
+}
+
+// verifyTree runs the verify pass over d.batch and walks the tree: the
+// accepted path and the bonus token.
+func (d *Decoder) verifyTree() ([]int32, int32, error) {
+	if err := d.verifyForward(d.batch); err != nil {
+		return nil, 0, err
+	}
+	if err := d.predictLogits(); err != nil {
+		return nil, 0, err
+	}
+	d.verify.skip = d.lv.pruned
+	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
+	d.verify.skip = nil
+	d.path = path
+	return path, bonus, err
 }
 
 // fill grows the tree to size nodes with n-gram continuations: along the
