@@ -21,6 +21,11 @@ type FlashOptions struct {
 	AblationBudget float64
 	Prompts        []string // default: the first three DefaultPrompts
 	Tokens         int      // generated per prompt (default 32)
+	// WarmupTokens, if > 0, has every mode at every budget first generate
+	// that many tokens from the first prompt, untimed: what a mode learns
+	// as it runs (lever's acceptance and cost scales, shared by an
+	// engine's requests) then starts warm, as on a serving engine.
+	WarmupTokens int
 	// Chain and static-tree speculation's shapes.
 	DraftMax, TreeWidth, TreeDepth int
 	ReadAhead                      int
@@ -47,14 +52,20 @@ type FlashResult struct {
 	TreeNodes     float64 `json:"tree_nodes_per_step"`
 	PrunedShare   float64 `json:"pruned_share,omitempty"`
 	HeadRows      float64 `json:"head_rows_per_step,omitempty"`
-	Lossless      bool    `json:"same_output_as_ar"`
-	Streamed      int     `json:"streamed_layers"`
+	// DraftShare is the share of the steps' time spent drafting (the
+	// rest verifies and books); PreDrafted the share of steps whose tree
+	// was drafted during the previous step's verification (lever).
+	DraftShare float64 `json:"draft_share"`
+	PreDrafted float64 `json:"pre_drafted,omitempty"`
+	Lossless   bool    `json:"same_output_as_ar"`
+	Streamed   int     `json:"streamed_layers"`
 }
 
 // FlashReport is what RunFlash measured.
 type FlashReport struct {
 	Prompts  int                `json:"prompts"`
 	Tokens   int                `json:"tokens_per_prompt"`
+	Warmup   int                `json:"warmup_tokens,omitempty"` // untimed tokens per mode and budget first
 	Layers   int                `json:"layers"`
 	Results  []FlashResult      `json:"results"`
 	Ablation []FlashResult      `json:"ablation"`
@@ -107,7 +118,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 			o.Progress(fmt.Sprintf(f, a...))
 		}
 	}
-	rep := FlashReport{Prompts: len(o.Prompts), Tokens: o.Tokens, Layers: e.Model.Config.Layers}
+	rep := FlashReport{Prompts: len(o.Prompts), Tokens: o.Tokens, Warmup: o.WarmupTokens, Layers: e.Model.Config.Layers}
 	ls, err := e.Lever(nil) // measured before any layer streams
 	if err != nil {
 		return rep, err
@@ -153,6 +164,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 			{"no pruning", with(spec.Lever, func(c *spec.Config) { c.NoPrune = true })},
 			{"no lazy head", with(spec.Lever, func(c *spec.Config) { c.NoLazyHead = true })},
 			{"no batch draft", with(spec.Lever, func(c *spec.Config) { c.NoBatchDraft = true })},
+			{"+ pre-draft", with(spec.Lever, func(c *spec.Config) { c.PreDraft = true })},
 		}
 		if rep.Ablation, err = runFlashBudget(ctx, e, o, o.AblationBudget, abl, progress); err != nil {
 			return rep, err
@@ -208,6 +220,15 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 	for j, m := range modes {
 		results[j] = FlashResult{Budget: budget, Mode: m.name, Lossless: true, Streamed: len(plan.Streamed)}
 	}
+	if o.WarmupTokens > 0 {
+		for _, m := range modes {
+			progress("flash: budget %.0f%%, warm-up of %s", 100*budget, m.name)
+			if _, err := e.Generate(ctx, engine.Request{Prompt: o.Prompts[0], MaxTokens: o.WarmupTokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: m.cfg},
+				func(string) error { return nil }); err != nil {
+				return nil, fmt.Errorf("bench flash: warm-up of %s at budget %v: %w", m.name, budget, err)
+			}
+		}
+	}
 	for i, p := range o.Prompts {
 		var reference []int32
 		for j, m := range modes {
@@ -238,6 +259,10 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 				t.Generated += s.Generated
 				t.Pruned += s.Pruned
 				t.HeadRows += s.HeadRows
+				t.DraftTime += s.DraftTime
+				t.VerifyTime += s.VerifyTime
+				t.OtherTime += s.OtherTime
+				t.PreDraftHits += s.PreDraftHits
 			}
 		}
 	}
@@ -264,6 +289,10 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 			r.TokensPerStep = float64(t.Generated) / float64(t.Steps)
 			r.TreeNodes = float64(t.Drafted) / float64(t.Steps)
 			r.HeadRows = float64(t.HeadRows) / float64(t.Steps)
+			r.PreDrafted = float64(t.PreDraftHits) / float64(t.Steps)
+		}
+		if all := t.DraftTime + t.VerifyTime + t.OtherTime; all > 0 {
+			r.DraftShare = t.DraftTime.Seconds() / all.Seconds()
 		}
 		if t.Drafted > 0 {
 			r.PrunedShare = float64(t.Pruned) / float64(t.Drafted)

@@ -37,6 +37,12 @@ type Model struct {
 	// StreamBps, when set, replaces DiskBps: the streamer's own measured
 	// read rate during this run.
 	StreamBps float64 `json:"-"`
+	// PrereadLayers is how many of a pass's first streamed layers the
+	// streamer can read before the pass asks for them: its layer
+	// buffers, which it fills with the next pass's first layers as soon
+	// as the previous pass is done with them. Drafting between two
+	// passes hides that much reading (see Overlap). Set by the caller.
+	PrereadLayers int `json:"-"`
 	// ComputeScale and DraftScale, when set, scale the measured target
 	// compute (layers and head) and draft passes: what a run learns of
 	// how much slower (or faster) the machine is now than when measured,
@@ -194,6 +200,38 @@ func (m *Model) Verify(b, kept, pruneAt int) float64 {
 			c = max(c, io)
 		}
 		t += c
+	}
+	return t
+}
+
+// Overlap is how much shorter the next verify pass of b rows gets when
+// `draft` seconds of drafting precede it: while the draft runs, the
+// streamer reads the pass's first streamed layers into its free buffers
+// (PrereadLayers of them at most, one every LayerIO seconds), and a layer
+// already read costs the pass only its compute, not the longer of its read
+// and compute. With nothing streamed, or no buffer to read into, it is 0.
+// A step of drafting D then verifying costs D + VerifyRows(b) − Overlap(D, b).
+func (m *Model) Overlap(draft float64, b int) float64 {
+	io := m.LayerIO()
+	k := min(m.PrereadLayers, m.StreamedLayers, m.Layers)
+	if io <= 0 || k <= 0 || draft <= 0 {
+		return 0
+	}
+	return min(draft/io, float64(k)) * max(0, io-m.Layer(b))
+}
+
+// IOWait is how long a verify pass of b rows waits for storage: each
+// streamed layer whose read takes longer than its compute leaves the cores
+// idle for the difference. Other work can run there (a pre-draft).
+func (m *Model) IOWait(b int) float64 {
+	resident := m.Layers - min(m.StreamedLayers, m.Layers)
+	placed := len(m.Streamed) == m.Layers
+	io := m.LayerIO()
+	var t float64
+	for l := range m.Layers {
+		if (placed && m.Streamed[l]) || (!placed && l >= resident) {
+			t += max(0, io-m.Layer(b))
+		}
 	}
 	return t
 }

@@ -129,3 +129,70 @@ func TestFitComputeScale(t *testing.T) {
 		t.Error("a pass faster than its reads was explained")
 	}
 }
+
+func TestOverlap(t *testing.T) {
+	// toy: 0.5 s per streamed layer read, 0.1 s per layer of compute at
+	// 1–2 rows and 0.2 s at 4: a pre-read layer saves 0.4 s (0.3 s at 4
+	// rows) of the pass, and takes 0.5 s of drafting to read.
+	cases := []struct {
+		name          string
+		streamed, pre int
+		draft         float64
+		rows          int
+		want          float64
+	}{
+		{"nothing streamed", 0, 3, 2, 1, 0},
+		{"no buffers", 5, 0, 2, 1, 0},
+		{"no drafting", 5, 3, 0, 1, 0},
+		{"half a layer", 5, 3, 0.25, 1, 0.2},
+		{"two layers", 5, 3, 1, 2, 0.8},
+		{"capped by the buffers", 5, 3, 10, 1, 1.2},
+		{"capped by the streamed layers", 2, 3, 10, 1, 0.8},
+		{"more rows compute longer", 5, 3, 1, 4, 0.6},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := toy()
+			m.StreamedLayers, m.PrereadLayers = c.streamed, c.pre
+			got := m.Overlap(c.draft, c.rows)
+			if math.Abs(got-c.want) > 1e-9 {
+				t.Fatalf("Overlap(%v, %d) = %v, want %v", c.draft, c.rows, got, c.want)
+			}
+			if v := m.VerifyRows(c.rows); got > v {
+				t.Fatalf("overlap %v exceeds the whole verify pass %v", got, v)
+			}
+		})
+	}
+	// Compute longer than the reads: a pre-read layer saves nothing.
+	m := toy()
+	m.StreamedLayers, m.PrereadLayers, m.DiskBps = 5, 3, 2000
+	if got := m.Overlap(1, 1); got != 0 {
+		t.Fatalf("compute-bound: Overlap = %v, want 0", got)
+	}
+}
+
+func TestIOWait(t *testing.T) {
+	// toy: reads 0.5 s a layer; compute 0.1 s (1–2 rows), 0.2 s (4 rows).
+	cases := []struct {
+		name     string
+		streamed int
+		rows     int
+		bps      float64
+		want     float64
+	}{
+		{"nothing streamed", 0, 1, 200, 0},
+		{"three streamed", 3, 1, 200, 3 * 0.4},
+		{"more rows wait less", 3, 4, 200, 3 * 0.3},
+		{"compute-bound", 3, 1, 2000, 0},
+		{"unknown disk", 3, 1, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := toy()
+			m.StreamedLayers, m.DiskBps = c.streamed, c.bps
+			if got := m.IOWait(c.rows); math.Abs(got-c.want) > 1e-9 {
+				t.Fatalf("IOWait(%d) = %v, want %v", c.rows, got, c.want)
+			}
+		})
+	}
+}

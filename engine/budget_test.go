@@ -124,3 +124,45 @@ func TestDRAMBudgetGeneration(t *testing.T) {
 		t.Fatalf("speculative over streamed layers: tokens %v (want %v), stream %+v", st.Tokens, ref.Tokens, st.Stream)
 	}
 }
+
+// TestLeverPreDraftStreamed: lever with pre-drafting over streamed layers
+// (the pre-draft runs on the engine's second pool, gated by the streamer's
+// I/O waits) gives the target's own greedy output.
+func TestLeverPreDraftStreamed(t *testing.T) {
+	e, path := synthEngine(t)
+	req := Request{Prompt: "Once upon a time", MaxTokens: 24, IgnoreEOS: true, Sampling: sample.Params{Temp: 0}}
+	ref, err := e.Generate(context.Background(), req, func(string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft := filepath.Join(t.TempDir(), "draft.gguf")
+	tf, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = synth.WriteDraft(draft, tf, 2)
+	tf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.LoadDraft(draft); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetDRAMBudget(0, weights.Options{ReadAhead: 2}); err != nil || e.Stream == nil {
+		t.Fatalf("0 budget: streamer %v, %v", e.Stream, err)
+	}
+	for _, pre := range []bool{false, true} {
+		r := req
+		r.Spec = spec.Config{Mode: spec.Lever, PreDraft: pre}
+		st, err := e.Generate(context.Background(), r, func(string) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(st.Tokens, ref.Tokens) {
+			t.Fatalf("pre-draft %v: tokens %v, want %v", pre, st.Tokens, ref.Tokens)
+		}
+		if launched := st.Spec.PreDrafts > 0; launched != pre {
+			t.Fatalf("pre-draft %v: %d pre-drafts launched", pre, st.Spec.PreDrafts)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"shade/gguf"
 	"shade/model"
+	"shade/par"
 	"shade/sample"
 	"shade/spec"
 	"shade/tokenizer"
@@ -48,6 +49,9 @@ type Engine struct {
 	lever      *LeverSetup
 	budget     int64
 	budgetOpts weights.Options
+	// prePool is the worker pool lever's pre-drafts run on beside the
+	// target's pool (made on first use).
+	prePool *par.Pool
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -77,6 +81,9 @@ func (e *Engine) Close() error {
 	}
 	if e.Draft != nil {
 		e.Draft.File.Close() // its pool is the target's
+	}
+	if e.prePool != nil {
+		e.prePool.Close()
 	}
 	return e.Model.Close()
 }

@@ -6,6 +6,7 @@ import (
 
 	"shade/calib"
 	"shade/cost"
+	"shade/par"
 	"shade/spec"
 )
 
@@ -105,6 +106,17 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 	if cfg.Learned == nil {
 		cfg.Learned = ls.Learned
 	}
+	if cfg.PreDraft && cfg.PreDraftPool == nil {
+		e.leverMu.Lock()
+		if e.prePool == nil {
+			e.prePool = par.New(e.Model.Pool.Threads())
+		}
+		cfg.PreDraftPool = e.prePool
+		e.leverMu.Unlock()
+	}
+	if cfg.PreDraft && cfg.TargetIdle == nil && e.Stream != nil {
+		cfg.TargetIdle = e.Stream.IOWaiting
+	}
 	return nil
 }
 
@@ -112,11 +124,14 @@ func (e *Engine) applyLever(cfg *spec.Config) error {
 // engine's DRAM budget now, and the streamer's own read rate once it has
 // read enough to measure it.
 func (e *Engine) streamedCost(c *cost.Model) {
-	c.StreamedLayers, c.Streamed, c.StreamBps = 0, nil, 0
+	c.StreamedLayers, c.Streamed, c.StreamBps, c.PrereadLayers = 0, nil, 0, 0
 	if e.DRAMPlan == nil || len(e.DRAMPlan.Streamed) == 0 {
 		return
 	}
 	c.StreamedLayers = len(e.DRAMPlan.Streamed)
+	if e.Stream != nil {
+		c.PrereadLayers = e.Stream.PrereadLayers()
+	}
 	c.Streamed = make([]bool, c.Layers)
 	for _, l := range e.DRAMPlan.Streamed {
 		if l >= 0 && l < c.Layers {

@@ -437,6 +437,7 @@ func (s *State) RunLayers(from, to int, hook func(layer int) error) error {
 	if from != s.next || to < from || to > s.cfg.Layers {
 		return fmt.Errorf("model: RunLayers(%d, %d) out of order: next layer is %d of %d", from, to, s.next, s.cfg.Layers)
 	}
+	release, _ := s.m.Weights.Layers.(LayerReleaser)
 	for l := from; l < to; l++ {
 		t0 := time.Now()
 		lw, err := s.m.Weights.Layers.Layer(l)
@@ -444,6 +445,9 @@ func (s *State) RunLayers(from, to int, hook func(layer int) error) error {
 			return fmt.Errorf("model: layer %d: %w", l, err)
 		}
 		s.layer(l, lw)
+		if release != nil {
+			release.ReleaseLayer(l)
+		}
 		s.next = l + 1
 		s.LayerTimes[l] = time.Since(t0)
 		if hook != nil {

@@ -32,6 +32,16 @@ type LayerSource interface {
 	Layer(i int) (*Layer, error)
 }
 
+// LayerReleaser is a LayerSource that wants to know when the forward pass
+// is done with a layer it handed out: a streamer can then reuse that
+// layer's buffer at once (say, to read the next pass's first layers while
+// the caller drafts) instead of at the next Layer call.
+type LayerReleaser interface {
+	LayerSource
+	// ReleaseLayer says layer i's weights are no longer used by the pass.
+	ReleaseLayer(i int)
+}
+
 // Weights are the tensors outside the layers, plus where the layers come from.
 type Weights struct {
 	Embed       quant.Matrix // (vocab, dim)

@@ -8,6 +8,7 @@ import (
 
 	"shade/cost"
 	"shade/model"
+	"shade/par"
 	"shade/sample"
 )
 
@@ -77,6 +78,20 @@ type Config struct {
 	NoPrune      bool // verify every drafted row through every layer
 	NoLazyHead   bool // logits for every row of the verify pass, in one head pass
 	NoBatchDraft bool // expand one frontier node per draft pass
+	// PreDraft turns on pre-drafting (an experiment, off by default: on
+	// this project's 2-core machine it slowed lever down): with layers
+	// streamed, greedy decoding and gain-cost trees, lever mode drafts the
+	// next step's tree on a second drafter while the target verifies the
+	// current one (see preDraft), and uses it when verification accepts
+	// the main path and then the draft's next token.
+	PreDraft bool
+	// PreDraftPool is the worker pool pre-drafts run on, beside the
+	// target's (nil: the pre-drafting goroutine alone). TargetIdle, if
+	// set, reports whether the target's pass is blocked on storage reads:
+	// a pre-draft then runs its draft layers only while it is, so that
+	// it never slows the verify pass it runs beside.
+	PreDraftPool *par.Pool
+	TargetIdle   func() bool
 	// PruneTrace, if set, receives every step's tree nodes with their
 	// pruning features and verdicts (nodes whose parent was reached):
 	// the training data of the predictor. Features are taken after
@@ -138,13 +153,17 @@ type Stats struct {
 	// verify rows pruned (and how many of them the target would have
 	// accepted, greedy only), steps that pruned, LM-head rows computed,
 	// and why pruning is off when it is.
-	DraftPasses int    `json:"draft_passes,omitempty"`
-	MaxTree     int    `json:"max_tree,omitempty"`
-	Pruned      int    `json:"pruned,omitempty"`
-	PrunedLost  int    `json:"pruned_lost,omitempty"`
-	PruneSteps  int    `json:"prune_steps,omitempty"`
-	HeadRows    int    `json:"head_rows,omitempty"`
-	PruneNote   string `json:"prune_note,omitempty"`
+	DraftPasses int `json:"draft_passes,omitempty"`
+	MaxTree     int `json:"max_tree,omitempty"`
+	Pruned      int `json:"pruned,omitempty"`
+	PrunedLost  int `json:"pruned_lost,omitempty"`
+	PruneSteps  int `json:"prune_steps,omitempty"`
+	HeadRows    int `json:"head_rows,omitempty"`
+	// Pre-drafting: next-step trees drafted during verification, and how
+	// many of them were used (the step then drafted nothing itself).
+	PreDrafts    int    `json:"pre_drafts,omitempty"`
+	PreDraftHits int    `json:"pre_draft_hits,omitempty"`
+	PruneNote    string `json:"prune_note,omitempty"`
 }
 
 // AcceptanceRate is accepted ÷ drafted.
@@ -195,7 +214,8 @@ type Decoder struct {
 	fillNodes  []int32
 	ngcache    *NgramCache // under a governor: filling's multi-source n-gram cache
 
-	lv leverState
+	lv  leverState
+	pre *preDraft // nil unless pre-drafting
 }
 
 // NewDecoder sets up decoding on a target state. draft may be nil when the
@@ -220,6 +240,12 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 	if cfg.Mode == Lever {
 		if err := d.lv.init(d); err != nil {
 			return nil, err
+		}
+		if cfg.PreDraft && !cfg.NoGainCost && cfg.Governor == nil && sampler.Params().Greedy() &&
+			d.lv.cost != nil && d.lv.cost.StreamedLayers > 0 {
+			if err := d.enablePreDraft(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if d.gov != nil {
@@ -253,6 +279,9 @@ func (d *Decoder) forward(b model.Batch) error {
 // Stats returns the counters so far.
 func (d *Decoder) Stats() Stats {
 	st := d.stats
+	if d.pre != nil {
+		st.PreDrafts, st.PreDraftHits = d.pre.launched, d.pre.hits
+	}
 	if d.gov != nil {
 		st.Governor = governorStats(d.gov)
 	}
@@ -291,6 +320,7 @@ func (d *Decoder) Start(prompt []int32) error {
 func (d *Decoder) Step(out []int32) ([]int32, error) {
 	t0 := time.Now()
 	d.tree.Reset()
+	d.dropPreDraft()
 	if err := d.makeDraft(); err != nil {
 		return out, err
 	}
@@ -318,19 +348,15 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.batch.Tokens = append(d.batch.Tokens, d.tree.Tokens[i])
 		d.batch.Parent = append(d.batch.Parent, d.tree.Parent[i]+1)
 	}
-	if err := d.verifyForward(d.batch); err != nil {
-		return out, err
+	if d.pre != nil && n > 0 {
+		d.launchPreDraft(d.gainCost(d.cfg.MaxNodes))
 	}
-	if err := d.predictLogits(); err != nil {
-		return out, err
-	}
-	d.verify.skip = d.lv.pruned
-	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
-	d.verify.skip = nil
-	d.path = path
+	path, bonus, err := d.verifyTree()
 	if err != nil {
+		d.dropPreDraft() // a pre-draft must not outlive its decoder's last step
 		return out, err
 	}
+	d.joinPreDraft(path, bonus)
 	d.rows = append(d.rows[:0], 0)
 	for _, p := range path {
 		d.rows = append(d.rows, int(p)+1)
@@ -400,6 +426,22 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.stats.Sleep += sleepFor(d.gov.StepDone(len(path)+1, time.Since(t0)))
 	}
 	return out, nil
+}
+
+// verifyTree runs the verify pass over d.batch and walks the tree: the
+// accepted path and the bonus token.
+func (d *Decoder) verifyTree() ([]int32, int32, error) {
+	if err := d.verifyForward(d.batch); err != nil {
+		return nil, 0, err
+	}
+	if err := d.predictLogits(); err != nil {
+		return nil, 0, err
+	}
+	d.verify.skip = d.lv.pruned
+	path, bonus, err := d.verify.walk(&d.tree, d.rowLogits, d.path[:0])
+	d.verify.skip = nil
+	d.path = path
+	return path, bonus, err
 }
 
 // fill grows the tree to size nodes with n-gram continuations: along the
@@ -526,6 +568,12 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 	return d.logits, nil
 }
 
+// gainCost is the configuration of a gain-cost draft with room for at most
+// room nodes.
+func (d *Decoder) gainCost(room int) GainCost {
+	return GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}
+}
+
 // makeDraft fills d.tree according to the mode.
 func (d *Decoder) makeDraft() error {
 	d.lastDraftKind = draftNone
@@ -547,10 +595,13 @@ func (d *Decoder) makeDraft() error {
 	case Lever:
 		d.lastDraftKind = draftModel
 		var err error
-		if d.cfg.NoGainCost || d.lv.cost == nil {
+		d.lv.predrafted = d.takePreDraft()
+		switch {
+		case d.lv.predrafted:
+		case d.cfg.NoGainCost || d.lv.cost == nil:
 			err = d.draft.Draft(d.ctx, Shape{Width: d.cfg.TreeWidth, Depth: d.cfg.TreeDepth, Max: min(d.cfg.DraftMax, room)}, &d.tree)
-		} else {
-			err = d.draft.DraftGainCost(d.ctx, GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}, &d.tree)
+		default:
+			err = d.draft.DraftGainCost(d.ctx, d.gainCost(room), &d.tree)
 		}
 		d.stats.DraftPasses += d.draft.DraftPasses()
 		d.stats.MaxTree = max(d.stats.MaxTree, d.tree.Len())

@@ -24,6 +24,10 @@ type GainCost struct {
 	// (the slope of verify time against rows): reads and compute overlap
 	// less than the cost model's "the longer of the two" assumes.
 	RowFloor float64
+	// FreeDraft is drafting time that costs the step nothing, in seconds:
+	// a pre-draft runs beside a verify pass while it waits for storage.
+	// Beyond it drafting costs its time (and hides no reads).
+	FreeDraft float64
 }
 
 // maxGainCostDepth bounds how deep a gain-cost tree may grow.
@@ -39,7 +43,8 @@ const maxGainCostDepth = 32
 // least the tree's average rate so far, E/T, with E the expected tokens of
 // the step (1 + the gains in the tree) and T its estimated time (draft
 // passes + the verify pass, whose streamed-layer reads are paid once
-// whatever the rows). Adding a node below that rate would lower the rate
+// whatever the rows, less the reads of the pass's first streamed layers
+// that the streamer does while the draft runs: cost.Model.Overlap). Adding a node below that rate would lower the rate
 // of the whole step, so growth stops there: there is no fixed size budget,
 // only the safety cap. Frontier nodes worth expanding are expanded
 // together in one batched draft pass.
@@ -61,9 +66,19 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	cm := g.Cost
 	vocab := d.m.Config.Vocab
 	base := cm.VerifyRows(1) + cm.Head(1)
-	expect := 1.0                       // E: the bonus token is always produced
-	total := cm.Draft(d.catchup) + base // T
-	eps := max(1e-3*base, 1e-7)         // book-keeping per row, so free rows are not infinitely attractive
+	expect := 1.0 // E: the bonus token is always produced
+	// Drafting is not all extra time: while it runs, the streamer reads
+	// the verify pass's first streamed layers (cost.Model.Overlap), so a
+	// draft pass costs only what it adds beyond the reads it hides.
+	drafting := cm.Draft(d.catchup)
+	draftCost := func(from, more float64, rows int) float64 {
+		if g.FreeDraft > 0 {
+			return max(0, from+more-g.FreeDraft) - max(0, from-g.FreeDraft)
+		}
+		return more - (cm.Overlap(from+more, rows) - cm.Overlap(from, rows))
+	}
+	total := draftCost(0, drafting, 1) + base // T
+	eps := max(1e-3*base, 1e-7)               // book-keeping per row, so free rows are not infinitely attractive
 	rate := func() float64 { return expect / total }
 	rowCost := func(rows int) float64 { return max(cm.VerifyRows(rows+1)-cm.VerifyRows(rows), g.RowFloor) + eps }
 
@@ -118,7 +133,7 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 		childGain := func(n int32) float64 {
 			return d.nodeRaw[n] * childAccept * d.ranks.depthFactor(d.nodeDepth[n]+1)
 		}
-		k, pass := 0, 0.0
+		k, pass, passCost := 0, 0.0, 0.0
 		rows := t.Len()
 		for _, n := range toExpand {
 			if rows >= g.MaxNodes {
@@ -128,11 +143,13 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 			if g.Unbatched {
 				dDraft = cm.Draft(1)
 			}
+			dCost := draftCost(drafting+pass, dDraft, rows+2)
 			gain := childGain(n)
-			if gain/(dDraft+rowCost(rows+1)) < rate() {
+			if gain/(dCost+rowCost(rows+1)) < rate() {
 				break
 			}
 			pass += dDraft
+			passCost += dCost
 			k++
 			rows++
 			if g.Unbatched {
@@ -146,7 +163,8 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 			continue
 		}
 		nodes := slices.Clone(toExpand[:k])
-		total += pass
+		drafting += pass
+		total += passCost
 		ok, err := d.feed(t, nodes, &nextRow)
 		if !ok {
 			return err

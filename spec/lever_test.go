@@ -109,11 +109,13 @@ func TestLeverGreedyLossless(t *testing.T) {
 	}
 	L := target.Config.Layers
 	io := toyCost(L, L, 20e-3, 1e-5, 1e-4)
-	full := Config{Mode: Lever, Cost: io, Pruner: aggressivePruner(DefaultPruneLayer(L))}
+	full := Config{Mode: Lever, Cost: io, Pruner: aggressivePruner(DefaultPruneLayer(L)), PreDraft: true}
 	configs := map[string]Config{"full": full}
-	for _, off := range []string{"gain-cost", "prune", "lazy-head", "batch-draft"} {
+	for _, off := range []string{"gain-cost", "prune", "lazy-head", "batch-draft", "pre-draft"} {
 		c := full
 		switch off {
+		case "pre-draft":
+			c.PreDraft = false
 		case "gain-cost":
 			c.NoGainCost = true
 		case "prune":
@@ -132,7 +134,7 @@ func TestLeverGreedyLossless(t *testing.T) {
 	c.Cost = toyCost(L, 0, 0, 1e-3, 1e-4)
 	configs["compute-bound"] = c
 	greedy := sample.Params{Temp: 0}
-	var pruned, lost int
+	var pruned, lost, preHits int
 	for pi, prompt := range prompts {
 		want, _ := generate(t, target, nil, Config{Mode: Off}, greedy, prompt, 60)
 		for dname, draft := range drafts {
@@ -143,6 +145,16 @@ func TestLeverGreedyLossless(t *testing.T) {
 				}
 				pruned += st.Pruned
 				lost += st.PrunedLost
+				// Pre-drafting needs streamed layers and gain-cost trees.
+				if st.PreDrafts > 0 && (!cfg.PreDraft || cfg.NoGainCost || cname == "compute-bound") {
+					t.Errorf("%s: %d pre-drafts", cname, st.PreDrafts)
+				}
+				if st.PreDraftHits > st.PreDrafts {
+					t.Errorf("%s: %d of %d pre-drafts used", cname, st.PreDraftHits, st.PreDrafts)
+				}
+				if dname == "self" && cname == "full" {
+					preHits += st.PreDraftHits
+				}
 				if cfg.NoPrune && st.Pruned > 0 {
 					t.Errorf("%s: %d rows pruned with pruning off", cname, st.Pruned)
 				}
@@ -155,6 +167,9 @@ func TestLeverGreedyLossless(t *testing.T) {
 	}
 	if pruned == 0 {
 		t.Error("the aggressive predictor never pruned: pruning untested")
+	}
+	if preHits == 0 {
+		t.Error("a self-draft never had its pre-drafted tree used: pre-drafting untested")
 	}
 	t.Logf("pruned %d rows, %d of which the target would have kept", pruned, lost)
 }

@@ -43,6 +43,9 @@ type leverState struct {
 	// Decayed sums of verify passes' rows and times: their slope is the
 	// observed cost of a verify row.
 	sn, sx, sy, sxx, sxy float64
+	// predrafted: the step's tree was drafted during the previous step's
+	// verification (its draft time is not the step's).
+	predrafted bool
 }
 
 // LeverLearned is what Lever mode learns of the machine as it runs: how
@@ -105,10 +108,18 @@ func (lv *leverState) learnScales(d *Decoder) {
 	const keep = 0.95
 	lv.sn, lv.sx, lv.sy = keep*lv.sn+1, keep*lv.sx+x, keep*lv.sy+y
 	lv.sxx, lv.sxy = keep*lv.sxx+x*x, keep*lv.sxy+x*y
-	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, lv.verifyTook.Seconds()); ok {
+	// The pass was shorter by the reads the draft hid (cost.Model.Overlap):
+	// the compute scale is fitted to the pass without that head start.
+	took := lv.verifyTook.Seconds()
+	if d.draft != nil && !lv.predrafted {
+		took += c.Overlap(d.draft.modelTime.Seconds(), lv.verifyRows)
+	}
+	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, took); ok {
 		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*s
 	}
-	if d.draft == nil || d.draft.modelTime <= 0 {
+	// A pre-drafted tree's passes ran alone, beside a verify pass: not
+	// what the draft costs within a step.
+	if d.draft == nil || d.draft.modelTime <= 0 || lv.predrafted {
 		d.cfg.Learned.store(lv)
 		return
 	}
@@ -134,7 +145,7 @@ func scaleOr1(s float64) float64 {
 // of n nodes that took `step` in all.
 func (lv *leverState) observeOverhead(d *Decoder, n int, step time.Duration) {
 	other := step - lv.modelTime
-	if d.draft != nil {
+	if d.draft != nil && !lv.predrafted {
 		other -= d.draft.modelTime
 	}
 	lv.modelTime = 0

@@ -29,9 +29,13 @@ type Stats struct {
 
 	Passes     int64 `json:"passes"`      // forward passes begun (layer 0 asked for)
 	LayersRead int64 `json:"layers_read"` // streamed layers read in full
-	BytesRead  int64 `json:"bytes_read"`  // bytes of streamed matrices read
-	ReadErrors int64 `json:"read_errors"`
-	Resets     int64 `json:"pipeline_resets"` // passes that did not follow the pipeline's order
+	// LayersReady counts streamed layers whose read had completed when the
+	// pass asked for them (read ahead, or between passes while the caller
+	// drafted): those cost the pass no wait at all.
+	LayersReady int64 `json:"layers_ready"`
+	BytesRead   int64 `json:"bytes_read"` // bytes of streamed matrices read
+	ReadErrors  int64 `json:"read_errors"`
+	Resets      int64 `json:"pipeline_resets"` // passes that did not follow the pipeline's order
 	// ReadTime is how long at least one read was in flight.
 	ReadTime time.Duration `json:"read_ns"`
 	// IOWait is how long forward passes blocked in Layer waiting for a
@@ -53,7 +57,7 @@ func (s *Streamer) Stats() Stats {
 		ProcessResidentBytes: ProcessResidentBytes(), BufferBytes: s.BufferBytes(),
 		OverBudgetBytes: s.plan.OverBudget, Layers: s.plan.Layers, StreamedLayers: s.order,
 		StreamedBytesPerPass: s.plan.StreamedBytes, Direct: s.direct, ReadAhead: s.o.ReadAhead, Readers: s.o.Readers,
-		Passes: s.passes.Load(), LayersRead: s.layersRead.Load(), BytesRead: s.bytesRead.Load(),
+		Passes: s.passes.Load(), LayersRead: s.layersRead.Load(), LayersReady: s.ready.Load(), BytesRead: s.bytesRead.Load(),
 		ReadErrors: s.readErrs.Load(), Resets: s.resets.Load(),
 		ReadTime: s.readTime(), IOWait: time.Duration(s.ioWaitNs.Load()),
 	}
@@ -68,6 +72,7 @@ func (s *Streamer) Stats() Stats {
 func (s Stats) Since(prev Stats) Stats {
 	s.Passes -= prev.Passes
 	s.LayersRead -= prev.LayersRead
+	s.LayersReady -= prev.LayersReady
 	s.BytesRead -= prev.BytesRead
 	s.ReadErrors -= prev.ReadErrors
 	s.Resets -= prev.Resets

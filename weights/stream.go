@@ -98,7 +98,7 @@ type slot struct {
 // passes of several States of the model may follow one another in any
 // order, and a pass may stop early: the pipeline resets to whatever layer
 // is asked for next). A layer it returns stays valid until the next Layer
-// call. Stats and Plan may be called at any time from any goroutine. Close
+// call or its ReleaseLayer. Stats and Plan may be called at any time from any goroutine. Close
 // must not race with a pass.
 type Streamer struct {
 	m        *model.Model
@@ -134,7 +134,8 @@ type Streamer struct {
 	passes, calls, gaps             atomic.Int64
 	layersRead, bytesRead, readErrs atomic.Int64
 	readNs, ioWaitNs, computeNs     atomic.Int64
-	resets                          atomic.Int64
+	resets, ready                   atomic.Int64
+	waiting                         atomic.Bool // a pass is blocked on a read
 }
 
 // Apply plans the target's layers for a budget in bytes (the draft's
@@ -473,9 +474,17 @@ func (s *Streamer) Layer(i int) (*model.Layer, error) {
 	s.fill()
 	head := s.queue[0]
 	s.queue = s.queue[1:]
-	t0 := time.Now()
-	err := <-head.done
-	s.ioWaitNs.Add(int64(time.Since(t0)))
+	var err error
+	select {
+	case err = <-head.done:
+		s.ready.Add(1)
+	default:
+		t0 := time.Now()
+		s.waiting.Store(true)
+		err = <-head.done
+		s.waiting.Store(false)
+		s.ioWaitNs.Add(int64(time.Since(t0)))
+	}
 	if err != nil {
 		s.free = append(s.free, head)
 		s.drain()
@@ -485,6 +494,28 @@ func (s *Streamer) Layer(i int) (*model.Layer, error) {
 	s.held = head
 	s.fill()
 	return &head.layer, nil
+}
+
+// IOWaiting reports whether a forward pass is blocked waiting for a
+// streamed layer's read: the cores are idle for other work then. Safe to
+// call from any goroutine.
+func (s *Streamer) IOWaiting() bool { return s.waiting.Load() }
+
+// ReleaseLayer is told by the forward pass that it is done with layer i:
+// the buffer of a streamed layer goes back to the pipeline at once, which
+// reads the next layer into it. At a pass's end that is what keeps the
+// storage busy while the caller computes the LM head and drafts the next
+// step: every buffer, not all but one, holds the next pass's first
+// layers when it begins.
+func (s *Streamer) ReleaseLayer(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.held == nil || s.order[s.held.pos] != i {
+		return
+	}
+	s.free = append(s.free, s.held)
+	s.held = nil
+	s.fill()
 }
 
 // headPos is the position of the next layer the pipeline will deliver.
@@ -568,6 +599,17 @@ func (s *Streamer) Plan() Plan { return s.plan }
 
 // Direct reports whether reads bypass the page cache (O_DIRECT).
 func (s *Streamer) Direct() bool { return s.direct }
+
+// PrereadLayers is how many of a pass's first streamed layers the
+// streamer reads before the pass asks for them when the time between
+// passes allows: every layer buffer (ReadAhead+1) once the previous pass
+// has released its last layer; none without read-ahead.
+func (s *Streamer) PrereadLayers() int {
+	if s.o.ReadAhead == 0 {
+		return 0
+	}
+	return s.o.ReadAhead + 1
+}
 
 // BufferBytes is the memory of the layer buffers.
 func (s *Streamer) BufferBytes() int64 { return s.bufBytes * int64(s.o.ReadAhead+1) }

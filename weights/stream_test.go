@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"shade/model"
 	"shade/quant"
@@ -372,5 +373,111 @@ func TestNewStreamerRejects(t *testing.T) {
 	}
 	if err := st.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestStreamerPrereadsNextPass checks that once a pass is done with its
+// last streamed layer, every layer buffer (not all but the one the pass
+// held last) fills with the next pass's first layers, with no Layer call:
+// that is the reading a caller's drafting between passes hides.
+func TestStreamerPrereadsNextPass(t *testing.T) {
+	m := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	for _, ra := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("read-ahead-%d", ra), func(t *testing.T) {
+			_, st, err := Apply(m, 0, 0, Options{ReadAhead: ra, ChunkBytes: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if got, want := st.PrereadLayers(), ra+1; got != want {
+				t.Fatalf("PrereadLayers %d, want %d", got, want)
+			}
+			s, err := m.NewState(16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Forward(model.Chain([]int32{1, 2, 3})); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(testShape.Layers + ra + 1)
+			deadline := time.Now().Add(10 * time.Second)
+			for st.Stats().LayersRead < want && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if got := st.Stats().LayersRead; got != want {
+				t.Fatalf("%d layers read after one pass of %d streamed layers; want %d (every buffer holds a next-pass layer)", got, testShape.Layers, want)
+			}
+			before := st.Stats().LayersReady
+			if err := s.Forward(model.Chain([]int32{4})); err != nil {
+				t.Fatal(err)
+			}
+			if r := st.Stats().Resets; r > 1 {
+				t.Fatalf("%d pipeline resets", r)
+			}
+			// The second pass found its first layers read already.
+			if got := st.Stats().LayersReady - before; got < int64(ra+1) {
+				t.Fatalf("%d layers ready in the pass after the pre-read, want ≥ %d", got, ra+1)
+			}
+		})
+	}
+	m0 := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	_, st, err := Apply(m0, 0, 0, Options{ReadAhead: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n := st.PrereadLayers(); n != 0 {
+		t.Fatalf("no read-ahead: PrereadLayers %d, want 0", n)
+	}
+}
+
+// gateReader holds every read, once holding, until its gate is closed.
+type gateReader struct {
+	r       io.ReaderAt
+	holding atomic.Bool
+	gate    chan struct{}
+}
+
+func (g *gateReader) ReadAt(p []byte, off int64) (int, error) {
+	if g.holding.Load() {
+		<-g.gate
+	}
+	return g.r.ReadAt(p, off)
+}
+
+// TestStreamerIOWaiting: IOWaiting is true exactly while a pass is blocked
+// on a streamed layer's read.
+func TestStreamerIOWaiting(t *testing.T) {
+	m := openModel(t, writeModel(t, testShape, quant.Q8_0))
+	g := &gateReader{gate: make(chan struct{})}
+	_, st, err := Apply(m, 0, 0, Options{ReadAhead: 1, ChunkBytes: 64 << 10,
+		WrapReader: func(r io.ReaderAt) io.ReaderAt { g.r = r; return g }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.IOWaiting() {
+		t.Fatal("waiting before any pass")
+	}
+	g.holding.Store(true)
+	s, err := m.NewState(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Forward(model.Chain([]int32{1, 2})) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !st.IOWaiting() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !st.IOWaiting() {
+		t.Fatal("a pass blocked on a held read: IOWaiting stayed false")
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st.IOWaiting() {
+		t.Fatal("waiting after the pass")
 	}
 }

@@ -15,12 +15,13 @@ import (
 )
 
 func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench flash", "bench flash [-m TARGET.gguf --draft DRAFT.gguf] [--budgets 0,25,50,75,100] [--ablation 50] [-n N] [--prompts FILE.jsonl] [--svg FILE] [--json]", stderr)
+	fs := newFlagSet("bench flash", "bench flash [-m TARGET.gguf --draft DRAFT.gguf] [--budgets 0,25,50,75,100] [--ablation 50] [-n N] [--warmup N] [--prompts FILE.jsonl] [--svg FILE] [--json]", stderr)
 	modelPath := fs.String("m", "", "target model `file`; without it (and --draft) a Llama-3.1-8B-shape Q4_0 target whose 4-layer draft predicts it well is synthesized once into the cache (about 4.5 GB)")
 	draftPath := fs.String("draft", "", "draft model `file` (required with -m)")
 	budgets := fs.String("budgets", "0,25,50,75,100", "DRAM budgets to compare, as `percentages` of the target's layers kept resident (the draft and the target's embedding, head and norms always are)")
-	ablation := fs.Float64("ablation", 50, "budget `percentage` of the ablation that turns Lever's parts off one at a time (< 0: no ablation)")
+	ablation := fs.Float64("ablation", 50, "budget `percentage` of the ablation that turns Lever's parts off one at a time, and the experimental pre-drafting on (< 0: no ablation)")
 	n := fs.Int("n", 32, "tokens generated per prompt")
+	warmup := fs.Int("warmup", 0, "tokens each mode first generates from the first prompt at each budget, untimed, so that what lever learns as it runs starts warm (0: none)")
 	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: three built-in prompts)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	draftMax := fs.Int("draft-max", 8, "tokens per step of chain speculation and nodes of the static tree")
@@ -48,8 +49,8 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		shares = append(shares, v/100)
 	}
-	if *ablation > 100 || *n < 1 || *n > 4096 || *draftMax < 1 || *draftMax > 64 || *treeWidth < 1 || *treeWidth > 16 || *readAhead < 0 || *readAhead > 64 {
-		return fmt.Errorf("--ablation must be ≤ 100, -n in [1, 4096], --draft-max in [1, 64], --tree-width in [1, 16], --read-ahead in [0, 64]")
+	if *ablation > 100 || *n < 1 || *n > 4096 || *draftMax < 1 || *draftMax > 64 || *treeWidth < 1 || *treeWidth > 16 || *readAhead < 0 || *readAhead > 64 || *warmup < 0 || *warmup > 4096 {
+		return fmt.Errorf("--ablation must be ≤ 100, -n in [1, 4096], --draft-max in [1, 64], --tree-width in [1, 16], --read-ahead in [0, 64], --warmup in [0, 4096]")
 	}
 	lay, err := weights.ParseLayout(*layout)
 	if err != nil {
@@ -78,7 +79,7 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	} else if *ablation == 0 {
 		abl = 1e-9 // 0%: every layer streamed, not "no ablation"
 	}
-	o := bench.FlashOptions{Budgets: shares, AblationBudget: abl, Prompts: prompts, Tokens: *n,
+	o := bench.FlashOptions{Budgets: shares, AblationBudget: abl, Prompts: prompts, Tokens: *n, WarmupTokens: *warmup,
 		DraftMax: *draftMax, TreeWidth: *treeWidth, TreeDepth: *draftMax, ReadAhead: *readAhead, Layout: lay,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }}
 	if !*asJSON {
@@ -87,7 +88,11 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if np == 0 {
 			np = 3 // RunFlash's built-in prompts
 		}
-		fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", target, draft, np, *n)
+		warm := ""
+		if *warmup > 0 {
+			warm = fmt.Sprintf(", after an untimed warm-up of %d tokens per mode and budget", *warmup)
+		}
+		fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy%s\n", target, draft, np, *n, warm)
 		fmt.Fprintln(stdout, flashHeader)
 		o.Results = func(rs []bench.FlashResult, ablation bool) {
 			if ablation {
@@ -128,12 +133,12 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  same"
+const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  drafting  pre-drafted  same"
 
 func printFlashRow(w io.Writer, x bench.FlashResult) {
-	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %v\n",
+	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %7.0f%%  %10.0f%%  %v\n",
 		100*x.Budget, x.Streamed, x.Mode, x.TokPerS, x.Speedup, weights.Human(int64(x.BytesPerToken)), 100*x.IOShare, x.ReadGBps,
-		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, x.Lossless)
+		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, 100*x.DraftShare, 100*x.PreDrafted, x.Lossless)
 }
 
 // printFlash ends the table: calibrations used, the disk, and the bars.

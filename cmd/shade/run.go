@@ -165,6 +165,10 @@ func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mo
 			fmt.Fprintf(w, "  pruning: %d rows pruned in %d of %d steps (%.1f%% of drafted), %d of them the target would have kept\n",
 				s.Pruned, s.PruneSteps, s.Steps, 100*float64(s.Pruned)/max(float64(s.Drafted), 1), s.PrunedLost)
 		}
+		if s.PreDrafts > 0 {
+			fmt.Fprintf(w, "  pre-drafting: %d next-step trees drafted during verification, %d used (%.0f%% of steps drafted nothing)\n",
+				s.PreDrafts, s.PreDraftHits, 100*float64(s.PreDraftHits)/steps)
+		}
 	}
 	if ar != nil && ar.GenTPS > 0 {
 		fmt.Fprintf(w, "  autoregressive: %.1f tok/s; speculative: %.1f tok/s; speedup %.2f×\n", ar.GenTPS, st.GenTPS, st.GenTPS/ar.GenTPS)

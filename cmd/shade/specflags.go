@@ -23,6 +23,7 @@ type specFlags struct {
 	noGainCost   *bool
 	noLazyHead   *bool
 	noBatchDraft *bool
+	preDraft     *bool
 }
 
 func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
@@ -37,6 +38,7 @@ func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
 		noGainCost:   fs.Bool("no-gain-cost", false, "lever: a static tree (--tree-width × --tree-depth, --draft-max nodes) instead of a gain-cost one"),
 		noLazyHead:   fs.Bool("no-lazy-head", false, "lever: compute logits for every verified row, not only along the accepted path"),
 		noBatchDraft: fs.Bool("no-batch-draft", false, "lever: expand one frontier node per draft pass instead of batching them"),
+		preDraft:     fs.Bool("pre-draft", false, "lever, experimental: draft the next step's tree while the target verifies (greedy, with --dram-budget streaming layers; slower on a 2-core machine)"),
 	}
 	if withMode {
 		f.mode = fs.String("spec", "", "speculation: auto, chain, tree, ngram, lever or off (default: auto with --draft, else off)")
@@ -69,5 +71,5 @@ func (f *specFlags) config() (spec.Config, error) {
 	}
 	return spec.Config{Mode: m, DraftMax: *f.draftMax, TreeWidth: *f.treeWidth, TreeDepth: *f.treeDepth,
 		MaxNodes: *f.maxNodes, PruneLayer: *f.pruneLayer, NoPrune: *f.noPrune, NoGainCost: *f.noGainCost,
-		NoLazyHead: *f.noLazyHead, NoBatchDraft: *f.noBatchDraft}, nil
+		NoLazyHead: *f.noLazyHead, NoBatchDraft: *f.noBatchDraft, PreDraft: *f.preDraft}, nil
 }
