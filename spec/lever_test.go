@@ -134,6 +134,11 @@ func TestLeverGreedyLossless(t *testing.T) {
 	c.Cost = toyCost(L, 0, 0, 1e-3, 1e-4)
 	configs["compute-bound"] = c
 	greedy := sample.Params{Temp: 0}
+	// Whether a pre-draft finishes before its verify pass depends on the
+	// scheduler; letting it run out makes the used-tree path certain here
+	// (engine's TestLeverPreDraftStreamed runs the stopping one).
+	preDraftRunsOut = true
+	defer func() { preDraftRunsOut = false }()
 	var pruned, lost, preHits int
 	for pi, prompt := range prompts {
 		want, _ := generate(t, target, nil, Config{Mode: Off}, greedy, prompt, 60)

@@ -107,6 +107,11 @@ func (d *Decoder) launchPreDraft(cfg GainCost) {
 	}()
 }
 
+// preDraftRunsOut makes joinPreDraft let the pre-draft finish instead of
+// stopping it. Tests set it so that whether a pre-drafted tree is used does
+// not depend on how a loaded machine scheduled the two goroutines.
+var preDraftRunsOut bool
+
 // joinPreDraft waits for the pre-draft in flight and keeps its tree for the
 // next step if verification accepted exactly the main path and then the
 // guessed token. A pre-draft that failed (its context full, say) is just
@@ -119,7 +124,7 @@ func (d *Decoder) joinPreDraft(path []int32, bonus int32) {
 	// Verification is over: what the pre-draft has not finished would
 	// now cost the step time, so it stops at its next layer boundary (a
 	// tree cut short is still a tree: its last nodes are not expanded).
-	p.other.stop.Store(true)
+	p.other.stop.Store(!preDraftRunsOut)
 	out := <-p.done
 	p.other.stop.Store(false)
 	p.done = nil
