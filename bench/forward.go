@@ -187,6 +187,7 @@ func Run(m *model.Model, o Options) (Report, error) {
 		repGBps = append(repGBps, float64(r.BytesPerToken)/median(times)/1e9)
 		probeOnce()
 	}
+	bw = nil // let the probe's buffer go before the batched passes
 	r.DecodeTokPerS = 1 / median(perToken)
 	r.DecodeGBps = r.DecodeTokPerS * float64(r.BytesPerToken) / 1e9
 	if probe != nil {
