@@ -252,17 +252,7 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 				readTime[j] += s.ReadTime
 			}
 			if s := st.Spec; s != nil {
-				t := &totals[j]
-				t.Steps += s.Steps
-				t.Drafted += s.Drafted
-				t.Accepted += s.Accepted
-				t.Generated += s.Generated
-				t.Pruned += s.Pruned
-				t.HeadRows += s.HeadRows
-				t.DraftTime += s.DraftTime
-				t.VerifyTime += s.VerifyTime
-				t.OtherTime += s.OtherTime
-				t.PreDraftHits += s.PreDraftHits
+				totals[j].Add(s)
 			}
 		}
 	}

@@ -142,14 +142,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 				results[j].Lossless = false
 			}
 			if s := st.Spec; s != nil {
-				t := &totals[j]
-				t.Steps += s.Steps
-				t.Drafted += s.Drafted
-				t.Accepted += s.Accepted
-				t.Generated += s.Generated
-				t.DraftTime += s.DraftTime
-				t.VerifyTime += s.VerifyTime
-				t.OtherTime += s.OtherTime
+				totals[j].Add(s)
 			}
 		}
 	}

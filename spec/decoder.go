@@ -166,6 +166,43 @@ type Stats struct {
 	PruneNote    string `json:"prune_note,omitempty"`
 }
 
+// Add adds the counts and times of o to s, as over several generations
+// (MaxTree keeps the larger; Governor and PruneNote keep s's when set).
+func (s *Stats) Add(o *Stats) {
+	s.Steps += o.Steps
+	s.Drafted += o.Drafted
+	s.Accepted += o.Accepted
+	s.Generated += o.Generated
+	for i, d := range o.ByDepth {
+		if i == len(s.ByDepth) {
+			s.ByDepth = append(s.ByDepth, DepthStats{})
+		}
+		s.ByDepth[i].Drafted += d.Drafted
+		s.ByDepth[i].Accepted += d.Accepted
+	}
+	s.DraftTime += o.DraftTime
+	s.VerifyTime += o.VerifyTime
+	s.OtherTime += o.OtherTime
+	s.Preempted += o.Preempted
+	s.Filled += o.Filled
+	s.FilledAccepted += o.FilledAccepted
+	s.Sleep += o.Sleep
+	s.DraftPasses += o.DraftPasses
+	s.MaxTree = max(s.MaxTree, o.MaxTree)
+	s.Pruned += o.Pruned
+	s.PrunedLost += o.PrunedLost
+	s.PruneSteps += o.PruneSteps
+	s.HeadRows += o.HeadRows
+	s.PreDrafts += o.PreDrafts
+	s.PreDraftHits += o.PreDraftHits
+	if s.Governor == nil {
+		s.Governor = o.Governor
+	}
+	if s.PruneNote == "" {
+		s.PruneNote = o.PruneNote
+	}
+}
+
 // AcceptanceRate is accepted ÷ drafted.
 func (s *Stats) AcceptanceRate() float64 {
 	if s.Drafted == 0 {
