@@ -95,16 +95,7 @@ func TestDRAMBudgetGeneration(t *testing.T) {
 	}
 
 	// A draft counts against the budget: LoadDraft plans again.
-	draft := filepath.Join(t.TempDir(), "draft.gguf")
-	tf, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = synth.WriteDraft(draft, tf, 2)
-	tf.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	draft := writeDraft(t, path, 2)
 	if _, err := e.SetDRAMBudget(e.Model.WeightBytes(), weights.DefaultOptions()); err != nil || e.Stream != nil {
 		t.Fatalf("100%%: streamer %v, %v", e.Stream, err)
 	}
@@ -135,16 +126,7 @@ func TestLeverPreDraftStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	draft := filepath.Join(t.TempDir(), "draft.gguf")
-	tf, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = synth.WriteDraft(draft, tf, 2)
-	tf.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	draft := writeDraft(t, path, 2)
 	if err := e.LoadDraft(draft); err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +147,21 @@ func TestLeverPreDraftStreamed(t *testing.T) {
 			t.Fatalf("pre-draft %v: %d pre-drafts launched", pre, st.Spec.PreDrafts)
 		}
 	}
+}
+
+// writeDraft writes a draft of the model at path (its first layers) into a
+// temporary directory and returns its path.
+func writeDraft(t *testing.T, path string, layers int) string {
+	t.Helper()
+	draft := filepath.Join(t.TempDir(), "draft.gguf")
+	tf, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = synth.WriteDraft(draft, tf, layers)
+	tf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return draft
 }
