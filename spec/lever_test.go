@@ -192,15 +192,7 @@ func TestLeverStochasticLossless(t *testing.T) {
 	L := target.Config.Layers
 	p := sample.Params{Temp: 1.5, Seed: 43}
 	prompt := prompts[0]
-	st, _ := target.NewState(64)
-	st.Forward(model.Chain(prompt))
-	logits := make([]float32, target.Config.Vocab)
-	st.Logits([]int{len(prompt) - 1}, logits)
-	sm, _ := sample.New(p)
-	want := make([]float64, target.Config.Vocab)
-	for _, c := range sm.Distribution(logits) {
-		want[c.ID] = float64(c.P)
-	}
+	want := firstTokenDistribution(t, target, p, prompt)
 	const n = 1500
 	cfg := Config{Mode: Lever, Cost: toyCost(L, L, 20e-3, 1e-5, 1e-4), Pruner: aggressivePruner(DefaultPruneLayer(L)), MaxNodes: 12}
 	for name, draft := range map[string]*model.Model{"random": random, "close": f16} {

@@ -144,16 +144,7 @@ func TestStochasticLossless(t *testing.T) {
 	p := sample.Params{Temp: 1.5, Seed: 42}
 	prompt := prompts[0]
 
-	// The target's distribution at the first position.
-	st, _ := target.NewState(64)
-	st.Forward(model.Chain(prompt))
-	logits := make([]float32, target.Config.Vocab)
-	st.Logits([]int{len(prompt) - 1}, logits)
-	sm, _ := sample.New(p)
-	want := make([]float64, target.Config.Vocab)
-	for _, c := range sm.Distribution(logits) {
-		want[c.ID] = float64(c.P)
-	}
+	want := firstTokenDistribution(t, target, p, prompt)
 
 	const n = 4000
 	cases := []struct {
@@ -180,6 +171,32 @@ func TestStochasticLossless(t *testing.T) {
 // firstTokenCounts starts speculative decoding n times from prompt and
 // counts the first token each first step produces; it also returns the
 // decoder's stats.
+// firstTokenDistribution is the probability of each token under p at the
+// first position after prompt, as the target's own sampler gives it.
+func firstTokenDistribution(t *testing.T, target *model.Model, p sample.Params, prompt []int32) []float64 {
+	t.Helper()
+	st, err := target.NewState(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Forward(model.Chain(prompt)); err != nil {
+		t.Fatal(err)
+	}
+	logits := make([]float32, target.Config.Vocab)
+	if err := st.Logits([]int{len(prompt) - 1}, logits); err != nil {
+		t.Fatal(err)
+	}
+	sm, err := sample.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, target.Config.Vocab)
+	for _, c := range sm.Distribution(logits) {
+		want[c.ID] = float64(c.P)
+	}
+	return want
+}
+
 func firstTokenCounts(t *testing.T, target, draft *model.Model, cfg Config, p sample.Params, prompt []int32, n int) ([]float64, Stats) {
 	t.Helper()
 	smp, _ := sample.New(p)

@@ -25,7 +25,7 @@ func cmdFg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	units := fs.Float64("units", 0, "work units per frame (0: calibrate on this core first so that alone about --jank-target % of frames are janky)")
 	target := fs.Float64("jank-target", 5, "calibration's target jank `percent`")
 	calibrateOnly := fs.Bool("calibrate-only", false, "calibrate, print the units and stop")
-	framesPath := fs.String("frames", "", "write every frame's start and end (CLOCK_MONOTONIC ns) as CSV to `file`")
+	framesPath := fs.String("frames", "", "write every frame's start and end (CLOCK_MONOTONIC ns) and the CPU time of its work as CSV to `file`")
 	bufMiB := fs.Int("buffer-mib", 0, "size of the composition bursts' buffer in MiB (0: 16× the last-level cache)")
 	seed := fs.Uint64("seed", 1, "seed of the frame-to-frame work variation")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
