@@ -129,6 +129,11 @@ func Run(m *model.Model, o Options) (Report, error) {
 		if err := s.Forward(model.Chain(prefix)); err != nil {
 			return err
 		}
+		// The head too, so that every matrix has been repacked (see
+		// quant.Repackable) before anything is timed.
+		if err := s.Logits([]int{len(prefix) - 1}, logits); err != nil {
+			return err
+		}
 		return s.CommitAll()
 	}
 	if err := fill(); err != nil {

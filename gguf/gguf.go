@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -151,6 +152,34 @@ func (f *File) Close() error {
 	err := unix.Munmap(f.data)
 	f.data = nil
 	return err
+}
+
+// Mapped reports whether the file's data is a mapping of the file (Open)
+// rather than memory the caller gave to Parse.
+func (f *File) Mapped() bool { return f.mapped }
+
+// ReleasePages drops the pages of the mapping that lie wholly inside b (a
+// slice of the file's data) from the process's resident set: the bytes stay
+// readable, and a later read maps them again from the page cache or the
+// disk. Use it for data copied elsewhere. It does nothing when the file is
+// not mapped or b holds no whole page.
+func (f *File) ReleasePages(b []byte) {
+	if !f.mapped || len(b) == 0 || f.data == nil {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
+	if start < base || start+uintptr(len(b)) > base+uintptr(len(f.data)) {
+		return // not ours
+	}
+	lo := (start + page - 1) &^ (page - 1)
+	hi := (start + uintptr(len(b))) &^ (page - 1)
+	if hi <= lo {
+		return
+	}
+	off := int(lo - base)
+	_ = unix.Madvise(f.data[off:off+int(hi-lo)], unix.MADV_DONTNEED)
 }
 
 // Bytes returns the whole file as mapped.

@@ -8,8 +8,9 @@ import (
 )
 
 // Layer holds the tensors of one transformer block. Matrices are views of
-// their storage (the mapped file, or a buffer a streamer filled); vectors
-// are small and decoded to float32.
+// their storage (the mapped file, or a buffer a streamer filled), those of
+// a mapped file repacked on first use where that is faster (see
+// quant.Repackable); vectors are small and decoded to float32.
 type Layer struct {
 	AttnNorm   []float32    // (dim)
 	Wq         quant.Matrix // (heads·headDim, dim)
@@ -95,7 +96,11 @@ func (ld loader) matrix(name string, rows, cols int) (quant.Matrix, error) {
 	if err != nil {
 		return quant.Matrix{}, &TensorError{name, err}
 	}
-	return m, nil
+	// Q4_0 and Q8_0 weights compute fastest repacked into row panels
+	// (quant/panel.go), which happens on first use, so that layers a
+	// streamer takes over are never copied; the mapped pages are then
+	// dropped, keeping the resident set at one copy of the weights.
+	return quant.Repackable(m, ld.f.ReleasePages), nil
 }
 
 func (ld loader) vector(name string, n int) ([]float32, error) {

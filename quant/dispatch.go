@@ -22,6 +22,10 @@ type kernelSet struct {
 	// gemm, when set, computes MatMul on Q4_0 and Q8_0 weights for every n
 	// (gemmGo in gemm.go defines its results); nil in the generic set.
 	gemm func(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int)
+	// gemmPanel, when set, is gemm for the panelRows rows from r0 of a
+	// matrix repacked into row panels (panel.go) and every activation row;
+	// nil where there are no panel kernels (then nothing is repacked).
+	gemmPanel func(t Type, panels []byte, rb, r0 int, a *gemmActs, c int, y []float32, ys int)
 
 	// Half-precision vector kernels of attention over an F16 KV cache
 	// (see f16vec.go for their definitions).
@@ -92,5 +96,11 @@ func UseGeneric(generic bool) {
 }
 
 // Kernels names the kernel set in use, for logs ("generic" or an
-// architecture's name).
-func Kernels() string { return k.name }
+// architecture's name, with "+panels" when Q4_0 and Q8_0 weights are
+// repacked into row panels).
+func Kernels() string {
+	if k.gemmPanel != nil && repackOn.Load() {
+		return k.name + "+panels"
+	}
+	return k.name
+}

@@ -21,6 +21,7 @@ func init() {
 	if haveVNNI {
 		archHooks = append(archHooks, func(s *kernelSet) {
 			s.gemm = gemmVNNI
+			s.gemmPanel = gemmPanelVNNI
 			s.name += "+vnni"
 		})
 		UseGeneric(false)
@@ -124,5 +125,41 @@ func gemmVNNI(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 		e := i0 + c0
 		fns[cc-1](&w[r0*rb], a.nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
 			&y[c0*ys], ys*int(unsafe.Sizeof(float32(0))), rb, mask)
+	}
+}
+
+// panelKernels[t][c-1] computes a tile repacked into a row panel by c
+// activation rows (t as in gemmKernels).
+var panelKernels = [2][16]func(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int){
+	{gemmQ4_0Panel1, gemmQ4_0Panel2, gemmQ4_0Panel3, gemmQ4_0Panel4, gemmQ4_0Panel5, gemmQ4_0Panel6, gemmQ4_0Panel7, gemmQ4_0Panel8,
+		gemmQ4_0Panel9, gemmQ4_0Panel10, gemmQ4_0Panel11, gemmQ4_0Panel12, gemmQ4_0Panel13, gemmQ4_0Panel14, gemmQ4_0Panel15, gemmQ4_0Panel16},
+	{gemmQ8_0Panel1, gemmQ8_0Panel2, gemmQ8_0Panel3, gemmQ8_0Panel4, gemmQ8_0Panel5, gemmQ8_0Panel6, gemmQ8_0Panel7, gemmQ8_0Panel8,
+		gemmQ8_0Panel9, gemmQ8_0Panel10, gemmQ8_0Panel11, gemmQ8_0Panel12, gemmQ8_0Panel13, gemmQ8_0Panel14, gemmQ8_0Panel15, gemmQ8_0Panel16},
+}
+
+// gemmPanelVNNI is gemmGo for the panelRows rows from r0 (a multiple of
+// panelRows) of a matrix repacked into panels, rows of rb bytes, and the c
+// activation rows of a, taken gemmCols at a time.
+func gemmPanelVNNI(t Type, panels []byte, rb, r0 int, a *gemmActs, c int, y []float32, ys int) {
+	if c <= 0 || a.nb == 0 {
+		return
+	}
+	if r0%panelRows != 0 || (t != Q4_0 && t != Q8_0) {
+		panic(fmt.Sprintf("quant: panel tile at row %d of %v", r0, t))
+	}
+	ti := 0
+	if t == Q8_0 {
+		ti = 1
+	}
+	// The assembly reads unchecked: check the last byte of each operand.
+	_ = panels[(r0+panelRows)*rb-1]
+	_ = a.q[a.nb*a.n*qk8_0-1]
+	_ = a.side[a.nb*a.n*2-1]
+	_ = y[(c-1)*ys+panelRows-1]
+	fns := &panelKernels[ti]
+	for c0 := 0; c0 < c; c0 += gemmCols {
+		cc := min(c-c0, gemmCols)
+		fns[cc-1](&panels[r0*rb], a.nb, &a.q[c0*qk8_0], a.n*qk8_0, &a.side[2*c0], a.n*8,
+			&y[c0*ys], ys*int(unsafe.Sizeof(float32(0))))
 	}
 }

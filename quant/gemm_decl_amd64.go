@@ -104,6 +104,54 @@ func gemmQ4_0VNNI16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *f
 func gemmQ4_0Dec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)
 
 //go:noescape
+func gemmQ4_0Panel1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel2(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel3(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel4(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel5(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel6(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel7(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel8(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel9(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel10(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel11(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel12(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel13(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel14(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
 func gemmQ8_0Full1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
 
 //go:noescape
@@ -201,3 +249,51 @@ func gemmQ8_0VNNI16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *f
 
 //go:noescape
 func gemmQ8_0Dec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)
+
+//go:noescape
+func gemmQ8_0Panel1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel2(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel3(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel4(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel5(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel6(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel7(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel8(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel9(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel10(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel11(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel12(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel13(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel14(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)

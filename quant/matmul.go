@@ -13,6 +13,8 @@ type Matrix struct {
 	Type       Type
 	Rows, Cols int
 	Data       []byte
+
+	pk *packing // set by Repackable: the row panels MatMul computes on
 }
 
 // NewMatrix checks that t is computed on, that cols is a whole number of
@@ -44,6 +46,12 @@ func (m Matrix) Row(r int) []byte {
 
 // DequantizeRow decodes row r into dst[:m.Cols] (an embedding lookup).
 func (m Matrix) DequantizeRow(r int, dst []float32) {
+	if m.pk != nil {
+		if p := m.pk.panels.Load(); p != nil {
+			m.dequantizePanelRow(*p, r, dst[:m.Cols])
+			return
+		}
+	}
 	dequantize(m.Type, m.Row(r), dst[:m.Cols])
 }
 
@@ -112,6 +120,7 @@ type matJob struct {
 	y      []float32
 	quant8 func(x []float32, dst []byte)
 	g      *gemmActs // non-nil when k.gemm computes this product
+	panels []byte    // m's row panels, when k.gemmPanel computes it
 }
 
 // MatMul computes y[i*m.Rows + r] = dot(m row r, x[i*m.Cols:(i+1)*m.Cols]) for
@@ -154,6 +163,7 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 			g.q = grow(g.q, n*nb*qk8_0)
 			g.side = grow(g.side, 2*n*nb)
 			j.g = g
+			j.panels = m.panelsFor(p)
 		}
 		p.For(n, buf.inputFn)
 	case F16, BF16:
@@ -203,6 +213,14 @@ func (j *matJob) convert(lo, hi int) {
 // tile by tile.
 func (j *matJob) rows(lo, hi int) {
 	R, c := j.m.Rows, j.m.Cols
+	if j.panels != nil {
+		// Chunks are whole panels: rows and chunks are multiples of
+		// panelRows (Repackable, ForGrain by rowTile).
+		for r0 := lo; r0 < hi; r0 += panelRows {
+			k.gemmPanel(j.m.Type, j.panels, j.rb, r0, j.g, j.n, j.y[r0:], R)
+		}
+		return
+	}
 	if j.g != nil {
 		// Every output of a Q4_0 or Q8_0 product, whatever n, comes from
 		// k.gemm, whose results do not depend on the tiling (gemm.go).

@@ -49,6 +49,9 @@ func main() {
 			kernel(p, typ, c)
 		}
 		decKernel(p, typ)
+		for c := 1; c <= 16; c++ {
+			panelKernel(p, typ, c)
+		}
 	}
 	write("quant/gemm_amd64.s", b.String())
 
@@ -63,6 +66,9 @@ func main() {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sVNNI%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)\n", typ, c)
 		}
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sDec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)\n", typ)
+		for c := 1; c <= 16; c++ {
+			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanel%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)\n", typ, c)
+		}
 	}
 	write("quant/gemm_decl_amd64.go", d.String())
 }
@@ -362,3 +368,85 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// panelKernel writes gemm<typ>Panel<c>: a tile of 16 rows repacked into a
+// row panel (quant/panel.go) by c activation rows. Each block is one
+// contiguous run: the 16 scales, then the groups already in lanes, so the
+// kernel loads what the other kernels gather and transpose; the per-block
+// arithmetic (dots) is theirs, hence the same bits.
+//
+// Registers: SI the panel's current block, R8 activation block, R9 side
+// entries, CX blocks left, DX and R10 the activation and side strides per
+// block, DI y, R11 y's row stride in bytes. Z0-Z7 unpacked weights, Z9 dw,
+// Z10 nibble mask, Z11-Z14 temporaries, Z15 a float temporary, Z16..
+// accumulators.
+func panelKernel(p func(string, ...any), typ string, c int) {
+	name := fmt.Sprintf("gemm%sPanel%d", typ, c)
+	blockBytes := 16 * 18
+	if typ == "Q8_0" {
+		blockBytes = 16 * 34
+	}
+	p("")
+	p("// func %s(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ w+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ a+16(FP), R8")
+	p("\tMOVQ as+24(FP), DX")
+	p("\tMOVQ side+32(FP), R9")
+	p("\tMOVQ ss+40(FP), R10")
+	p("\tMOVQ y+48(FP), DI")
+	p("\tMOVQ ys+56(FP), R11")
+	if typ == "Q4_0" {
+		p("\tMOVL $0x0f0f0f0f, AX")
+		p("\tVPBROADCASTD AX, Z10")
+	}
+	for i := 0; i < c; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", 16+i, 16+i, 16+i)
+	}
+	p("")
+	p("loop_%s:", name)
+	p("\tPREFETCHT0 %d(SI)", panelPrefetch)
+	p("\tPREFETCHT0 %d(SI)", panelPrefetch+64)
+	p("\tPREFETCHT0 %d(SI)", panelPrefetch+128)
+	p("\tPREFETCHT0 %d(SI)", panelPrefetch+192)
+	if typ == "Q8_0" {
+		for k := 256; k < blockBytes; k += 64 {
+			p("\tPREFETCHT0 %d(SI)", panelPrefetch+k)
+		}
+	} else {
+		p("\tPREFETCHT0 %d(SI)", panelPrefetch+256)
+	}
+	p("\tVCVTPH2PS (SI), Z9")
+	if typ == "Q4_0" {
+		for d := 0; d < 4; d++ {
+			p("\tVMOVDQU32 %d(SI), Z%d", 32+64*d, d)
+			p("\tVPSRLD $4, Z%d, Z%d", d, d+4)
+			p("\tVPANDD Z10, Z%d, Z%d", d, d)
+			p("\tVPANDD Z10, Z%d, Z%d", d+4, d+4)
+		}
+	} else {
+		for g := 0; g < 8; g++ {
+			p("\tVMOVDQU32 %d(SI), Z%d", 32+64*g, g)
+		}
+	}
+	dots(p, c, []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
+	p("\tADDQ $%d, SI", blockBytes)
+	p("\tADDQ DX, R8")
+	p("\tADDQ R10, R9")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("")
+	for i := 0; i < c; i++ {
+		p("\tVMOVUPS Z%d, (DI)", 16+i)
+		if i < c-1 {
+			p("\tADDQ R11, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// panelPrefetch is how far ahead of the current block, in bytes, the panel
+// kernels prefetch their stream.
+const panelPrefetch = 1024

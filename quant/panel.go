@@ -1,0 +1,165 @@
+package quant
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"shade/par"
+)
+
+// Row panels: Q4_0 and Q8_0 weights repacked so that a gemm tile reads one
+// contiguous run instead of gemmRows rows at a stride.
+//
+// In the file's layout a tile's kernel has to gather each block of 16 rows
+// (16 loads a block) and transpose them into lanes before VPDPBUSD can use
+// them; that transpose and the 16 scale inserts, not memory, bound decoding
+// on AVX-512 CPUs. In a panel the same bytes sit in the order the kernel
+// consumes them. The panel of rows [16p, 16p+16) is 16·rowBytes bytes,
+// block after block; block b of it is 16·blockBytes bytes:
+//
+//	[0, 32)             the 16 rows' f16 scales, row i at 2i
+//	[32+64g, 96+64g)    group g (values 4g..4g+3; for Q4_0 the nibble
+//	                    bytes 4g..4g+3, i.e. values 4g.. and 16+4g..),
+//	                    row i at 4i
+//
+// Q4_0 has 4 groups of nibble bytes, Q8_0 has 8 groups of weights stored as
+// unsigned bytes (w XOR 0x80, the form the gemm kernels compute with). A
+// panel holds exactly the bytes of its rows, so a matrix keeps its size.
+//
+// The kernels computing on panels give gemmGo's bits (gemm.go), like those
+// on the file's layout, so a matrix gives the same results repacked or not.
+
+// panelRows is the height of a panel: one gemm tile.
+const panelRows = gemmRows
+
+// repackOn says whether MatMul repacks (and computes on panels); see
+// UseRepack.
+var repackOn atomic.Bool
+
+func init() { repackOn.Store(true) }
+
+// UseRepack turns repacking into row panels on (the default) or off. Off,
+// MatMul computes on the file's layout even for matrices already repacked
+// (their Data is still readable). It is meant for comparisons and tests and
+// must not be called while kernels are running.
+func UseRepack(on bool) { repackOn.Store(on) }
+
+// packing is the shared, lazily built panel copy of a Matrix (copies of the
+// Matrix share it).
+type packing struct {
+	once    sync.Once
+	panels  atomic.Pointer[[]byte]
+	release func([]byte)
+}
+
+// Repackable returns m marked to be repacked into row panels the first time
+// MatMul computes on it with kernels that read panels (Q4_0 and Q8_0 with
+// AVX-512 VNNI). After repacking, release (if not nil) is given m.Data,
+// which MatMul no longer reads while repacking stays on: a caller whose Data
+// is a read-only file mapping can drop those pages from the resident set
+// (the data must stay readable, as a dropped file mapping is). The copy
+// takes as much memory as the bytes it replaces. m is returned unchanged
+// when it cannot be repacked: another type, or rows not a whole number of
+// panels.
+func Repackable(m Matrix, release func([]byte)) Matrix {
+	if (m.Type != Q4_0 && m.Type != Q8_0) || m.Rows == 0 || m.Rows%panelRows != 0 {
+		return m
+	}
+	m.pk = &packing{release: release}
+	return m
+}
+
+// Repacked reports whether m's panels have been built.
+func (m Matrix) Repacked() bool { return m.pk != nil && m.pk.panels.Load() != nil }
+
+// panelsFor returns m's panels for a product on p, building them on first
+// use, or nil when m computes on the file's layout (not repackable,
+// repacking off, or no panel kernels here).
+func (m Matrix) panelsFor(p *par.Pool) []byte {
+	if m.pk == nil || k.gemmPanel == nil || !repackOn.Load() {
+		return nil
+	}
+	if b := m.pk.panels.Load(); b != nil {
+		return *b
+	}
+	m.pk.once.Do(func() {
+		b := packPanels(p, m)
+		m.pk.panels.Store(&b)
+		if m.pk.release != nil {
+			m.pk.release(m.Data)
+		}
+	})
+	return *m.pk.panels.Load()
+}
+
+// packPanels builds m's panels, a panel per pool task.
+func packPanels(p *par.Pool, m Matrix) []byte {
+	rb := m.rowBytes()
+	out := alignedBytes(len(m.Data))
+	pb := panelRows * rb
+	p.For(m.Rows/panelRows, func(lo, hi int) {
+		for q := lo; q < hi; q++ {
+			packPanel(m.Type, m.Data[q*pb:(q+1)*pb], rb, out[q*pb:(q+1)*pb])
+		}
+	})
+	return out
+}
+
+// alignedBytes returns n zero bytes starting on a 64-byte boundary (a cache
+// line, and the alignment of the kernels' 512-bit loads).
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+64)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % 64); r != 0 {
+		off = 64 - r
+	}
+	return b[off : off+n : off+n]
+}
+
+// packPanel repacks the panelRows rows in src (rb bytes each) into dst.
+func packPanel(t Type, src []byte, rb int, dst []byte) {
+	bw := t.BlockBytes()
+	groups, flip := (bw-2)/4, uint32(0)
+	if t == Q8_0 {
+		flip = 0x80808080
+	}
+	for b := 0; b < rb/bw; b++ {
+		out := dst[b*panelRows*bw : (b+1)*panelRows*bw]
+		for i := 0; i < panelRows; i++ {
+			blk := src[i*rb+b*bw : i*rb+(b+1)*bw]
+			out[2*i], out[2*i+1] = blk[0], blk[1]
+			for g := 0; g < groups; g++ {
+				v := binary.LittleEndian.Uint32(blk[2+4*g:]) ^ flip
+				binary.LittleEndian.PutUint32(out[32+64*g+4*i:], v)
+			}
+		}
+	}
+}
+
+// panelBlock writes block b of row r of panels (rows of rb bytes of type t)
+// back in the file's layout into blk.
+func panelBlock(t Type, panels []byte, rb, r, b int, blk []byte) {
+	bw := t.BlockBytes()
+	groups, flip := (bw-2)/4, uint32(0)
+	if t == Q8_0 {
+		flip = 0x80808080
+	}
+	i := r % panelRows
+	in := panels[(r-i)*rb+b*panelRows*bw:]
+	blk[0], blk[1] = in[2*i], in[2*i+1]
+	for g := 0; g < groups; g++ {
+		binary.LittleEndian.PutUint32(blk[2+4*g:], binary.LittleEndian.Uint32(in[32+64*g+4*i:])^flip)
+	}
+}
+
+// dequantizePanelRow is DequantizeRow for a repacked matrix.
+func (m Matrix) dequantizePanelRow(panels []byte, r int, dst []float32) {
+	var blk [q8_0Bytes]byte
+	rb, bw, bs := m.rowBytes(), m.Type.BlockBytes(), m.Type.BlockSize()
+	for b := 0; b < m.Cols/bs; b++ {
+		panelBlock(m.Type, panels, rb, r, b, blk[:bw])
+		dequantize(m.Type, blk[:bw], dst[b*bs:(b+1)*bs])
+	}
+}

@@ -1,0 +1,152 @@
+package quant
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"shade/par"
+)
+
+// TestPanelRoundTrip checks that packPanel and panelBlock invert each other
+// on arbitrary bytes (any scale bits, any weights).
+func TestPanelRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		bw := typ.BlockBytes()
+		for _, nb := range []int{1, 3, 8} {
+			rb := nb * bw
+			src := make([]byte, panelRows*rb)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			dst := make([]byte, len(src))
+			packPanel(typ, src, rb, dst)
+			for r := range panelRows {
+				for b := range nb {
+					blk := make([]byte, bw)
+					panelBlock(typ, dst, rb, r, b, blk)
+					if want := src[r*rb+b*bw : r*rb+(b+1)*bw]; !bytes.Equal(blk, want) {
+						t.Fatalf("%v %d blocks: row %d block %d comes back as %x, was %x", typ, nb, r, b, blk, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRepackedMatMulMatches holds MatMul on a repackable matrix to MatMul
+// on the same bytes in the file's layout, bit for bit, for batch sizes
+// across the kernels' column tiles and with repacking turned off again; it
+// checks DequantizeRow on the panels and that release gets the file's bytes
+// once.
+func TestRepackedMatMulMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	p := par.New(2)
+	defer p.Close()
+	defer UseRepack(true)
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for _, shape := range [][2]int{{16, 32}, {48, 96}, {64, 2048}} {
+			rows, cols := shape[0], shape[1]
+			data := randomWeights(rng, typ, rows, cols)
+			plain, err := NewMatrix(typ, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			released := 0
+			packed := Repackable(plain, func(b []byte) {
+				released++
+				if &b[0] != &data[0] || len(b) != len(plain.Data) {
+					t.Errorf("release got %d bytes at %p, want the matrix's %d at %p", len(b), &b[0], len(plain.Data), &data[0])
+				}
+			})
+			for _, n := range []int{1, 2, 5, 16, 17, 33} {
+				UseRepack(n != 5)
+				x := testData(rng, n*cols)
+				want := make([]float32, n*rows)
+				got := make([]float32, n*rows)
+				MatMul(p, plain, x, n, want, nil)
+				MatMul(p, packed, x, n, got, nil)
+				for e := range got {
+					if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+						t.Fatalf("%v %dx%d n=%d: output %d is %v repacked, %v in place", typ, rows, cols, n, e, got[e], want[e])
+					}
+				}
+			}
+			UseRepack(true)
+			if k.gemmPanel == nil {
+				if packed.Repacked() || released != 0 {
+					t.Fatalf("%v: repacked without panel kernels", typ)
+				}
+				continue
+			}
+			if !packed.Repacked() || released != 1 {
+				t.Fatalf("%v %dx%d: repacked %v, released %d times; want true, once", typ, rows, cols, packed.Repacked(), released)
+			}
+			a, b := make([]float32, cols), make([]float32, cols)
+			for r := range rows {
+				plain.DequantizeRow(r, a)
+				packed.DequantizeRow(r, b)
+				for e := range a {
+					if math.Float32bits(a[e]) != math.Float32bits(b[e]) {
+						t.Fatalf("%v row %d value %d: %v from panels, %v in place", typ, r, e, b[e], a[e])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRepackableLeavesOthers checks which matrices are left in the file's
+// layout.
+func TestRepackableLeavesOthers(t *testing.T) {
+	for _, tc := range []struct {
+		typ  Type
+		rows int
+		want bool
+	}{{Q4_0, 16, true}, {Q8_0, 32, true}, {Q4_0, 24, false}, {Q4_K, 16, false}, {F16, 16, false}, {Q4_0, 0, false}} {
+		cols := 256
+		size, _ := tc.typ.RowBytes(tc.rows * cols)
+		m, err := NewMatrix(tc.typ, tc.rows, cols, make([]byte, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Repackable(m, nil).pk != nil; got != tc.want {
+			t.Errorf("%v with %d rows: repackable %v, want %v", tc.typ, tc.rows, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkPanelDecode sweeps LM-head-size and layer-size matrices with one
+// activation row, in the file's layout and repacked, on one and on two
+// threads: MB/s is the weights' read rate.
+func BenchmarkPanelDecode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(55, 56))
+	defer UseRepack(true)
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for _, shape := range [][2]int{{128256, 2048}, {512, 2048}} {
+			rows, cols := shape[0], shape[1]
+			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			m = Repackable(m, nil)
+			x := testData(rng, cols)
+			y := make([]float32, rows)
+			for _, threads := range []int{1, 2} {
+				p := par.New(threads)
+				for _, repack := range []bool{false, true} {
+					UseRepack(repack)
+					MatMul(p, m, x, 1, y, nil) // repack outside the timing
+					var buf Scratch
+					b.Run(fmt.Sprintf("%v/%dx%d/threads=%d/repack=%v", typ, rows, cols, threads, repack), func(b *testing.B) {
+						b.SetBytes(int64(len(m.Data)))
+						for b.Loop() {
+							MatMul(p, m, x, 1, y, &buf)
+						}
+					})
+				}
+				p.Close()
+			}
+		}
+	}
+}
