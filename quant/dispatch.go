@@ -22,10 +22,11 @@ type kernelSet struct {
 	// gemm, when set, computes MatMul on Q4_0 and Q8_0 weights for every n
 	// (gemmGo in gemm.go defines its results); nil in the generic set.
 	gemm func(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int)
-	// gemmPanel, when set, is gemm for the panelRows rows from r0 of a
-	// matrix repacked into row panels (panel.go) and every activation row;
-	// nil where there are no panel kernels (then nothing is repacked).
-	gemmPanel func(t Type, panels []byte, rb, r0 int, a *gemmActs, c int, y []float32, ys int)
+	// gemmPanel, when set, is gemm for rows [lo, hi) (multiples of
+	// panelRows) of a matrix repacked into row panels (panel.go) and every
+	// activation row; nil where there are no panel kernels (then nothing
+	// is repacked).
+	gemmPanel func(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int)
 
 	// Half-precision vector kernels of attention over an F16 KV cache
 	// (see f16vec.go for their definitions).

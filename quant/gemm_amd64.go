@@ -137,29 +137,50 @@ var panelKernels = [2][16]func(w *byte, nb int, a *byte, as int, side *uint32, s
 		gemmQ8_0Panel9, gemmQ8_0Panel10, gemmQ8_0Panel11, gemmQ8_0Panel12, gemmQ8_0Panel13, gemmQ8_0Panel14, gemmQ8_0Panel15, gemmQ8_0Panel16},
 }
 
-// gemmPanelVNNI is gemmGo for the panelRows rows from r0 (a multiple of
-// panelRows) of a matrix repacked into panels, rows of rb bytes, and the c
-// activation rows of a, taken gemmCols at a time.
-func gemmPanelVNNI(t Type, panels []byte, rb, r0 int, a *gemmActs, c int, y []float32, ys int) {
-	if c <= 0 || a.nb == 0 {
+// panelStreams is how many tiles far apart gemm<t>PanelStreams reads at
+// once (quant/_gen/gemm).
+const panelStreams = 4
+
+// panelStreamKernels[t] computes panelStreams tiles far apart for one
+// activation row (t as in gemmKernels).
+var panelStreamKernels = [2]func(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int){
+	gemmQ4_0PanelStreams, gemmQ8_0PanelStreams,
+}
+
+// gemmPanelVNNI is gemmGo for rows [lo, hi) (multiples of panelRows) of a
+// matrix repacked into panels, rows of rb bytes, and the c activation rows
+// of a, which the tile kernels take gemmCols at a time. With one
+// activation row the range is cut into panelStreams parts read together.
+func gemmPanelVNNI(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int) {
+	if c <= 0 || a.nb == 0 || hi <= lo {
 		return
 	}
-	if r0%panelRows != 0 || (t != Q4_0 && t != Q8_0) {
-		panic(fmt.Sprintf("quant: panel tile at row %d of %v", r0, t))
+	if lo%panelRows != 0 || hi%panelRows != 0 || (t != Q4_0 && t != Q8_0) || a.nb*t.BlockBytes() != rb {
+		panic(fmt.Sprintf("quant: panel rows [%d, %d) of %v, %d bytes a row, %d blocks", lo, hi, t, rb, a.nb))
 	}
 	ti := 0
 	if t == Q8_0 {
 		ti = 1
 	}
 	// The assembly reads unchecked: check the last byte of each operand.
-	_ = panels[(r0+panelRows)*rb-1]
+	_ = panels[hi*rb-1]
 	_ = a.q[a.nb*a.n*qk8_0-1]
 	_ = a.side[a.nb*a.n*2-1]
-	_ = y[(c-1)*ys+panelRows-1]
+	_ = y[(c-1)*ys+hi-1]
+	r0 := lo
+	if c == 1 && a.n == 1 {
+		per := (hi - lo) / panelRows / panelStreams * panelRows // rows of each stream
+		for r := lo; r < lo+per; r += panelRows {
+			panelStreamKernels[ti](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4)
+		}
+		r0 = lo + panelStreams*per
+	}
 	fns := &panelKernels[ti]
-	for c0 := 0; c0 < c; c0 += gemmCols {
-		cc := min(c-c0, gemmCols)
-		fns[cc-1](&panels[r0*rb], a.nb, &a.q[c0*qk8_0], a.n*qk8_0, &a.side[2*c0], a.n*8,
-			&y[c0*ys], ys*int(unsafe.Sizeof(float32(0))))
+	for ; r0 < hi; r0 += panelRows {
+		for c0 := 0; c0 < c; c0 += gemmCols {
+			cc := min(c-c0, gemmCols)
+			fns[cc-1](&panels[r0*rb], a.nb, &a.q[c0*qk8_0], a.n*qk8_0, &a.side[2*c0], a.n*8,
+				&y[c0*ys+r0], ys*int(unsafe.Sizeof(float32(0))))
+		}
 	}
 }

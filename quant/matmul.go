@@ -216,9 +216,7 @@ func (j *matJob) rows(lo, hi int) {
 	if j.panels != nil {
 		// Chunks are whole panels: rows and chunks are multiples of
 		// panelRows (Repackable, ForGrain by rowTile).
-		for r0 := lo; r0 < hi; r0 += panelRows {
-			k.gemmPanel(j.m.Type, j.panels, j.rb, r0, j.g, j.n, j.y[r0:], R)
-		}
+		k.gemmPanel(j.m.Type, j.panels, j.rb, lo, hi, j.g, j.n, j.y, R)
 		return
 	}
 	if j.g != nil {

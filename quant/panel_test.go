@@ -48,7 +48,9 @@ func TestRepackedMatMulMatches(t *testing.T) {
 	defer p.Close()
 	defer UseRepack(true)
 	for _, typ := range []Type{Q4_0, Q8_0} {
-		for _, shape := range [][2]int{{16, 32}, {48, 96}, {64, 2048}} {
+		// Shapes from one panel to several per thread, with and without
+		// a remainder beside the one-row kernel's streams.
+		for _, shape := range [][2]int{{16, 32}, {48, 96}, {64, 2048}, {128, 64}, {272, 32}, {1040, 128}} {
 			rows, cols := shape[0], shape[1]
 			data := randomWeights(rng, typ, rows, cols)
 			plain, err := NewMatrix(typ, rows, cols, data)

@@ -52,6 +52,7 @@ func main() {
 		for c := 1; c <= 16; c++ {
 			panelKernel(p, typ, c)
 		}
+		panelStreamsKernel(p, typ, panelStreams)
 	}
 	write("quant/gemm_amd64.s", b.String())
 
@@ -69,6 +70,7 @@ func main() {
 		for c := 1; c <= 16; c++ {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanel%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)\n", typ, c)
 		}
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanelStreams(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)\n", typ)
 	}
 	write("quant/gemm_decl_amd64.go", d.String())
 }
@@ -440,6 +442,89 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 	for i := 0; i < c; i++ {
 		p("\tVMOVUPS Z%d, (DI)", 16+i)
 		if i < c-1 {
+			p("\tADDQ R11, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// panelStreams is how many panels, far apart, the one-row streams kernel
+// reads at once: the memory system gives a core more bandwidth over several
+// concurrent streams than over one.
+const panelStreams = 4
+
+// panelStreamsKernel writes gemm<typ>PanelStreams: s panel tiles by one
+// activation row, the tile of stream j at w + j*ws bytes and its 16
+// outputs at y + j*yst bytes. Per block it runs panelKernel's work for one
+// activation row on each stream in turn, reusing Z0-Z7; stream j
+// accumulates into Z16+j.
+//
+// Registers: SI stream 0's block, BX ws, R12 3*ws, R8 the activation block,
+// R9 its side entry, CX blocks left, DI y, R11 yst.
+func panelStreamsKernel(p func(string, ...any), typ string, s int) {
+	name := fmt.Sprintf("gemm%sPanelStreams", typ)
+	blockBytes := 16 * 18
+	if typ == "Q8_0" {
+		blockBytes = 16 * 34
+	}
+	addr := func(off, j int) string {
+		return fmt.Sprintf("%d(SI)%s", off, [...]string{"", "(BX*1)", "(BX*2)", "(R12*1)"}[j])
+	}
+	p("")
+	p("// func %s(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ w+0(FP), SI")
+	p("\tMOVQ ws+8(FP), BX")
+	p("\tLEAQ (BX)(BX*2), R12")
+	p("\tMOVQ nb+16(FP), CX")
+	p("\tMOVQ a+24(FP), R8")
+	p("\tMOVQ side+32(FP), R9")
+	p("\tMOVQ y+40(FP), DI")
+	p("\tMOVQ yst+48(FP), R11")
+	if typ == "Q4_0" {
+		p("\tMOVL $0x0f0f0f0f, AX")
+		p("\tVPBROADCASTD AX, Z10")
+	}
+	for j := 0; j < s; j++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", 16+j, 16+j, 16+j)
+	}
+	p("")
+	p("loop_%s:", name)
+	for j := 0; j < s; j++ {
+		for k := 0; k < blockBytes; k += 64 {
+			p("\tPREFETCHT0 %s", addr(panelPrefetch+k, j))
+		}
+		p("\tVCVTPH2PS %s, Z9", addr(0, j))
+		if typ == "Q4_0" {
+			for d := 0; d < 4; d++ {
+				p("\tVMOVDQU32 %s, Z%d", addr(32+64*d, j), d)
+				p("\tVPSRLD $4, Z%d, Z%d", d, d+4)
+				p("\tVPANDD Z10, Z%d, Z%d", d, d)
+				p("\tVPANDD Z10, Z%d, Z%d", d+4, d+4)
+			}
+		} else {
+			for g := 0; g < 8; g++ {
+				p("\tVMOVDQU32 %s, Z%d", addr(32+64*g, j), g)
+			}
+		}
+		p("\tVPBROADCASTD 4(R9), Z11")
+		for g := 0; g < 8; g++ {
+			p("\tVPDPBUSD.BCST %d(R8), Z%d, Z11", 4*g, g)
+		}
+		p("\tVCVTDQ2PS Z11, Z11")
+		p("\tVMULPS.BCST (R9), Z9, Z15")
+		p("\tVFMADD231PS Z15, Z11, Z%d", 16+j)
+	}
+	p("\tADDQ $%d, SI", blockBytes)
+	p("\tADDQ $32, R8")
+	p("\tADDQ $8, R9")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("")
+	for j := 0; j < s; j++ {
+		p("\tVMOVUPS Z%d, (DI)", 16+j)
+		if j < s-1 {
 			p("\tADDQ R11, DI")
 		}
 	}
