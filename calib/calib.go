@@ -2,9 +2,10 @@
 // file: the cost model, the verification-pruning predictor, the contention
 // baselines and controller gains. Each kind lives in its own JSON file next
 // to the model (MODEL.gguf.shade-KIND.json), and every entry is keyed by the
-// model file (its size and a hash of its first bytes) and the CPU (model
-// name and usable cores), so a copied model or another machine never
-// silently uses a stale measurement.
+// model file (its size and a hash of its first bytes), the CPU (model name
+// and usable cores) and the kernels shade computes with there, so a copied
+// model, another machine or faster kernels never silently use a stale
+// measurement.
 package calib
 
 import (
@@ -20,16 +21,19 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"shade/quant"
 )
 
 // Key identifies the model file and the machine a measurement was made on.
 type Key struct {
-	Model string `json:"model"` // size and SHA-256 of the first MiB
-	CPU   string `json:"cpu"`   // model name and usable cores
+	Model   string `json:"model"`   // size and SHA-256 of the first MiB
+	CPU     string `json:"cpu"`     // model name and usable cores
+	Kernels string `json:"kernels"` // quant.Kernels(): timings move with them
 }
 
 // String is the key as one line.
-func (k Key) String() string { return k.Model + " @ " + k.CPU }
+func (k Key) String() string { return k.Model + " @ " + k.CPU + " (" + k.Kernels + " kernels)" }
 
 // KeyFor returns the key of a model file on this machine.
 func KeyFor(modelPath string) (Key, error) {
@@ -47,7 +51,7 @@ func KeyFor(modelPath string) (Key, error) {
 		return Key{}, fmt.Errorf("calib: reading %s: %w", modelPath, err)
 	}
 	model := fmt.Sprintf("%d:%s", fi.Size(), hex.EncodeToString(h.Sum(nil))[:16])
-	return Key{Model: model, CPU: CPUName()}, nil
+	return Key{Model: model, CPU: CPUName(), Kernels: quant.Kernels()}, nil
 }
 
 // CPUName is the processor's model name (from /proc/cpuinfo where there is

@@ -100,6 +100,8 @@ func packPanels(p *par.Pool, m Matrix) []byte {
 	out := alignedBytes(len(m.Data))
 	pb := panelRows * rb
 	p.For(m.Rows/panelRows, func(lo, hi int) {
+		prefault(m.Data[lo*pb:hi*pb], false)
+		prefault(out[lo*pb:hi*pb], true)
 		for q := lo; q < hi; q++ {
 			packPanel(m.Type, m.Data[q*pb:(q+1)*pb], rb, out[q*pb:(q+1)*pb])
 		}
