@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"runtime"
 
 	"shade/par"
 )
@@ -174,7 +175,8 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 		j.xf = j.x
 	}
 	p.ForGrain(m.Rows, rowTile, buf.rowsFn)
-	*j = matJob{} // drop references to the caller's buffers
+	runtime.KeepAlive(m.pk) // j.panels may be memory m.pk frees
+	*j = matJob{}           // drop references to the caller's buffers
 }
 
 func grow[T any](s []T, n int) []T {

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -48,6 +49,9 @@ func UseRepack(on bool) { repackOn.Store(on) }
 
 // packing is the shared, lazily built panel copy of a Matrix (copies of the
 // Matrix share it).
+//
+// The panels may live outside the Go heap (panelMemory), freed when the
+// packing is unreachable: whoever reads them keeps the packing alive.
 type packing struct {
 	once    sync.Once
 	panels  atomic.Pointer[[]byte]
@@ -85,7 +89,7 @@ func (m Matrix) panelsFor(p *par.Pool) []byte {
 		return *b
 	}
 	m.pk.once.Do(func() {
-		b := packPanels(p, m)
+		b := packPanels(p, m, panelMemory(m.pk, len(m.Data)))
 		m.pk.panels.Store(&b)
 		if m.pk.release != nil {
 			m.pk.release(m.Data)
@@ -94,10 +98,9 @@ func (m Matrix) panelsFor(p *par.Pool) []byte {
 	return *m.pk.panels.Load()
 }
 
-// packPanels builds m's panels, a panel per pool task.
-func packPanels(p *par.Pool, m Matrix) []byte {
+// packPanels builds m's panels into out, a panel per pool task.
+func packPanels(p *par.Pool, m Matrix, out []byte) []byte {
 	rb := m.rowBytes()
-	out := alignedBytes(len(m.Data))
 	pb := panelRows * rb
 	p.For(m.Rows/panelRows, func(lo, hi int) {
 		prefault(m.Data[lo*pb:hi*pb], false)
@@ -164,4 +167,5 @@ func (m Matrix) dequantizePanelRow(panels []byte, r int, dst []float32) {
 		panelBlock(m.Type, panels, rb, r, b, blk[:bw])
 		dequantize(m.Type, blk[:bw], dst[b*bs:(b+1)*bs])
 	}
+	runtime.KeepAlive(m.pk)
 }

@@ -4,6 +4,7 @@ package quant
 
 import (
 	"os"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -27,4 +28,17 @@ func prefault(b []byte, write bool) {
 		advice = unix.MADV_POPULATE_WRITE
 	}
 	_ = unix.Madvise(b[lo-start:hi-start], advice)
+}
+
+// panelMemory returns n zero bytes for the panels of owner, mapped outside
+// the Go heap and unmapped once owner is unreachable. Gigabytes of weights
+// on the heap would make the collector size its goal, and return and fault
+// back pages, by them; weights need none of that.
+func panelMemory(owner *packing, n int) []byte {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return alignedBytes(n) // the heap will do
+	}
+	runtime.AddCleanup(owner, func(b []byte) { _ = unix.Munmap(b) }, b)
+	return b
 }
