@@ -131,3 +131,48 @@ func TestGemmFullMatchesTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmPanelMatchesTwin holds the panel kernels (the tile kernels for
+// 1-16 activation rows and the one-row streams kernel) bit for bit against
+// gemmGo on the same weights in the file's layout, over row ranges that
+// start past row 0 and leave tiles beside the streams.
+func TestGemmPanelMatchesTwin(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(57, 58))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for _, nb := range []int{1, 5, 64} {
+			rows, cols := 7*panelRows, nb*32
+			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			rb := m.rowBytes()
+			panels := packPanels(nil, m, alignedBytes(len(m.Data)))
+			for _, c := range []int{1, 2, 7, 16, 17, 33} {
+				a := gemmActs{n: c, nb: nb, q: make([]byte, c*nb*32), side: make([]uint32, 2*c*nb)}
+				for i := range c {
+					xq := make([]byte, nb*q8_0Bytes)
+					quantizeQ8_0(testData(rng, cols), xq)
+					a.put(typ, i, xq)
+				}
+				for _, span := range [][2]int{{0, rows}, {panelRows, rows}, {2 * panelRows, 3 * panelRows}} {
+					lo, hi := span[0], span[1]
+					got := make([]float32, c*rows)
+					want := make([]float32, c*rows)
+					gemmPanelVNNI(typ, panels, rb, lo, hi, &a, c, got, rows)
+					for r0 := lo; r0 < hi; r0 += panelRows {
+						gemmGo(typ, m.Data, rb, r0, panelRows, &a, 0, c, want[r0:], rows)
+					}
+					for i := range c {
+						for r := lo; r < hi; r++ {
+							g, w := got[i*rows+r], want[i*rows+r]
+							if math.Float32bits(g) != math.Float32bits(w) {
+								t.Fatalf("%v %d blocks, %d activation rows, rows [%d, %d): output (%d, %d) is %v, gemmGo %v",
+									typ, nb, c, lo, hi, i, r, g, w)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
