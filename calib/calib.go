@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"shade/quant"
@@ -30,6 +31,24 @@ type Key struct {
 	Model   string `json:"model"`   // size and SHA-256 of the first MiB
 	CPU     string `json:"cpu"`     // model name and usable cores
 	Kernels string `json:"kernels"` // quant.Kernels(): timings move with them
+}
+
+// kernelFree holds the kinds declared with KernelFree.
+var kernelFree sync.Map
+
+// KernelFree declares that measurements of kind do not move with the
+// kernels (a predictor trained on the model's outputs, unlike timings):
+// their keys leave Kernels empty, so they stay valid when shade computes
+// with other kernels.
+func KernelFree(kind string) { kernelFree.Store(kind, true) }
+
+// keyOf is the key of kind's measurements of a model on this machine.
+func keyOf(modelPath, kind string) (Key, error) {
+	k, err := KeyFor(modelPath)
+	if _, free := kernelFree.Load(kind); free {
+		k.Kernels = ""
+	}
+	return k, err
 }
 
 // String is the key as one line.
@@ -98,7 +117,7 @@ const maxFile = 16 << 20
 // Load reads the measurement of a kind for a model on this machine into v.
 // It returns false (and no error) when there is none for this key yet.
 func Load(modelPath, kind string, v any) (bool, error) {
-	key, err := KeyFor(modelPath)
+	key, err := keyOf(modelPath, kind)
 	if err != nil {
 		return false, err
 	}
@@ -149,7 +168,7 @@ func Parse(data []byte, name string) (*file, error) {
 // replacing an earlier one with the same key and keeping the others. The
 // file is replaced atomically.
 func Save(modelPath, kind string, v any) (string, error) {
-	key, err := KeyFor(modelPath)
+	key, err := keyOf(modelPath, kind)
 	if err != nil {
 		return "", err
 	}

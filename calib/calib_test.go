@@ -70,3 +70,36 @@ func FuzzParse(f *testing.F) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestKernelFreeKinds checks that a timing kind's entry is keyed by the
+// kernel set and a kernel-free kind's is not.
+func TestKernelFreeKinds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(path, []byte("GGUF model bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	KernelFree("test-free")
+	for _, tc := range []struct {
+		kind    string
+		kernels bool
+	}{{"test-timing", true}, {"test-free", false}} {
+		if _, err := Save(path, tc.kind, 1); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(Path(path, tc.kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(data, tc.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Entries[0].Key.Kernels != ""; got != tc.kernels {
+			t.Errorf("%s: key %+v names the kernels: %v, want %v", tc.kind, f.Entries[0].Key, got, tc.kernels)
+		}
+		var v int
+		if ok, err := Load(path, tc.kind, &v); !ok || err != nil || v != 1 {
+			t.Errorf("%s: Load = %v, %v, value %d", tc.kind, ok, err, v)
+		}
+	}
+}

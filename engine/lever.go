@@ -16,6 +16,10 @@ const (
 	CalibPruner = "pruner"
 )
 
+// The predictor learns from the model's hidden states and acceptance, which
+// do not depend on the kernels' speed; the cost model is timings, which do.
+func init() { calib.KernelFree(CalibPruner) }
+
 // LeverSetup is what Lever mode needs from calibration, resolved once per
 // engine: the cost model (stored, or measured quickly at start-up) and the
 // pruning predictor (stored, or none).
