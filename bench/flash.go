@@ -208,6 +208,7 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 	if err != nil {
 		return nil, err
 	}
+	e.Repack() // not inside the first timed generation
 	results := make([]FlashResult, len(modes))
 	tps := make([][]float64, len(modes))
 	var read, gen []int64

@@ -55,6 +55,11 @@ func Measure(target, draft *model.Model, modelPath string, o Options) (*Model, e
 	if bs[0] < 1 || bs[len(bs)-1] > 512 {
 		return nil, fmt.Errorf("cost: batch sizes %v outside [1, 512]", bs)
 	}
+	// Time the kernels, not the one-time repacking of the first pass.
+	target.Repack()
+	if draft != nil {
+		draft.Repack()
+	}
 	c := target.Config
 	m := &Model{Batches: bs, Layers: c.Layers, Measured: time.Now().UTC()}
 	for _, b := range target.Weights.LayerBytes {

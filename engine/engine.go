@@ -73,6 +73,21 @@ func Load(path string, threads int) (*Engine, error) {
 	return &Engine{Model: m, Tok: tok, LoadTime: time.Since(t0), Path: path}, nil
 }
 
+// Repack builds now the row panels that the target's resident matrices
+// and the draft's compute on (model.Repack), instead of during the first
+// generation, and adds the time to LoadTime. Call it once the models are
+// loaded and the DRAM budget set: layers streamed afterwards drop their
+// copies. It returns the bytes repacked.
+func (e *Engine) Repack() int64 {
+	t0 := time.Now()
+	n := e.Model.Repack()
+	if e.Draft != nil {
+		n += e.Draft.Repack()
+	}
+	e.LoadTime += time.Since(t0)
+	return n
+}
+
 // Close releases the models.
 func (e *Engine) Close() error {
 	if e.Stream != nil {

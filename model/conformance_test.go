@@ -161,6 +161,68 @@ func TestConformanceGeneric(t *testing.T) {
 	runConformance(t)
 }
 
+// TestConformanceFileLayout runs the same checks with Q4_0 and Q8_0
+// weights computed in the file's layout (no row panels).
+func TestConformanceFileLayout(t *testing.T) {
+	quant.UseRepack(false)
+	defer quant.UseRepack(true)
+	runConformance(t)
+}
+
+// TestRepackMatchesFileLayout checks that a model repacked up front
+// (Model.Repack) computes the same logits, bit for bit, as in the file's
+// layout, and that Repack reports the bytes it repacked.
+func TestRepackMatchesFileLayout(t *testing.T) {
+	defer quant.UseRepack(true)
+	for _, name := range []string{"llama3-tiny-q4_0", "llama3-tiny-q8_0"} {
+		path := filepath.Join(conformanceDir, name+".gguf")
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("%s: %v", path, err)
+		}
+		var logits [2][]float32
+		for i, repack := range []bool{false, true} {
+			quant.UseRepack(repack)
+			m, err := Open(path, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := m.Repack()
+			panels := strings.HasSuffix(quant.Kernels(), "+panels")
+			if (n > 0) != panels || n > m.WeightBytes() {
+				t.Errorf("%s: repack %v on %s kernels: Repack says %d bytes of %d", name, repack, quant.Kernels(), n, m.WeightBytes())
+			}
+			if again := m.Repack(); again != 0 {
+				t.Errorf("%s: a second Repack repacked %d bytes", name, again)
+			}
+			s, err := m.NewState(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vocab := m.Config.Vocab
+			toks := []int32{1, 450, 4996, 17354, 1701}
+			for _, tok := range toks {
+				if err := s.Forward(Chain([]int32{tok})); err != nil {
+					t.Fatal(err)
+				}
+				row := make([]float32, vocab)
+				if err := s.Logits([]int{0}, row); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.CommitAll(); err != nil {
+					t.Fatal(err)
+				}
+				logits[i] = append(logits[i], row...)
+			}
+			m.Close()
+		}
+		for e := range logits[0] {
+			if math.Float32bits(logits[0][e]) != math.Float32bits(logits[1][e]) {
+				t.Fatalf("%s: logit %d is %v repacked, %v in the file's layout", name, e, logits[1][e], logits[0][e])
+			}
+		}
+	}
+}
+
 // TestStoriesGreedy checks that the one trained model continues its prompt
 // with exactly llama.cpp's greedy tokens.
 func TestStoriesGreedy(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	"shade/gguf"
 	"shade/par"
+	"shade/quant"
 )
 
 // Model is a loaded model: its configuration and weights, and the worker
@@ -50,6 +51,37 @@ func (m *Model) Close() error {
 		m.Pool.Close()
 	}
 	return m.File.Close()
+}
+
+// Repack builds now, on the model's pool, the row panels of the matrices
+// that compute on them (quant.Repackable) and stay in memory: the embedding,
+// the head and the resident layers (all of them, unless the layer source is
+// a ResidentLayers that streams some; another source's layers are left to
+// their first use). Otherwise each matrix is repacked at its first use, so
+// the first pass pays for all of it. Call it once the model's layers are
+// placed: a layer repacked and then streamed keeps its panels. It returns
+// the bytes repacked.
+func (m *Model) Repack() int64 {
+	var n int64
+	pack := func(q quant.Matrix) {
+		if !q.Repacked() && q.Repack(m.Pool) {
+			n += int64(len(q.Data))
+		}
+	}
+	pack(m.Weights.Embed)
+	pack(m.Weights.Output) // a tied head is the embedding, counted once
+	src, ok := m.Weights.Layers.(ResidentLayers)
+	if !ok {
+		return n
+	}
+	for i := range m.Config.Layers {
+		if l, ok := src.ResidentLayer(i); ok {
+			for _, lm := range l.Matrices() {
+				pack(*lm.M)
+			}
+		}
+	}
+	return n
 }
 
 // WeightBytes is the size of all weight matrices, counting a tied

@@ -43,6 +43,14 @@ type LayerReleaser interface {
 	ReleaseLayer(i int)
 }
 
+// ResidentLayers is a LayerSource that can say which layers stay in memory
+// (as opposed to being read for every pass), without reading any.
+type ResidentLayers interface {
+	LayerSource
+	// ResidentLayer returns layer i if it is resident.
+	ResidentLayer(i int) (*Layer, bool)
+}
+
 // Weights are the tensors outside the layers, plus where the layers come from.
 type Weights struct {
 	Embed       quant.Matrix // (vocab, dim)
@@ -164,6 +172,8 @@ func LoadLayer(f *gguf.File, c *Config, i int) (*Layer, error) {
 type residentLayers []*Layer
 
 func (r residentLayers) Layer(i int) (*Layer, error) { return r[i], nil }
+
+func (r residentLayers) ResidentLayer(i int) (*Layer, bool) { return r[i], true }
 
 // LoadWeights reads every tensor the architecture needs from f, in place.
 func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {

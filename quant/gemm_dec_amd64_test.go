@@ -146,7 +146,8 @@ func TestGemmPanelMatchesTwin(t *testing.T) {
 			rows, cols := 7*panelRows, nb*32
 			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
 			rb := m.rowBytes()
-			panels := packPanels(nil, m, alignedBytes(len(m.Data)))
+			panels := alignedBytes(len(m.Data))
+			packPanels(nil, m, panels)
 			for _, c := range []int{1, 2, 7, 16, 17, 33} {
 				a := gemmActs{n: c, nb: nb, q: make([]byte, c*nb*32), side: make([]uint32, 2*c*nb)}
 				for i := range c {

@@ -49,7 +49,7 @@ func (m Matrix) Row(r int) []byte {
 func (m Matrix) DequantizeRow(r int, dst []float32) {
 	if m.pk != nil {
 		if p := m.pk.panels.Load(); p != nil {
-			m.dequantizePanelRow(*p, r, dst[:m.Cols])
+			m.dequantizePanelRow(p.b, r, dst[:m.Cols])
 			return
 		}
 	}
@@ -175,7 +175,7 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 		j.xf = j.x
 	}
 	p.ForGrain(m.Rows, rowTile, buf.rowsFn)
-	runtime.KeepAlive(m.pk) // j.panels may be memory m.pk frees
+	runtime.KeepAlive(m.pk) // j.panels may be memory the collector frees with m.pk
 	*j = matJob{}           // drop references to the caller's buffers
 }
 

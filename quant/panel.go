@@ -50,12 +50,20 @@ func UseRepack(on bool) { repackOn.Store(on) }
 // packing is the shared, lazily built panel copy of a Matrix (copies of the
 // Matrix share it).
 //
-// The panels may live outside the Go heap (panelMemory), freed when the
-// packing is unreachable: whoever reads them keeps the packing alive.
+// The panels may live outside the Go heap (panelMemory): they are freed by
+// DropPanels, or once the packing is unreachable. Whoever reads them keeps
+// the packing alive.
 type packing struct {
-	once    sync.Once
-	panels  atomic.Pointer[[]byte]
+	mu      sync.Mutex // held while building or dropping
+	panels  atomic.Pointer[panelBuf]
 	release func([]byte)
+}
+
+// panelBuf is one built copy of the panels; free returns its memory (at
+// most once, whoever calls first: DropPanels or the collector).
+type panelBuf struct {
+	b    []byte
+	free func()
 }
 
 // Repackable returns m marked to be repacked into row panels the first time
@@ -75,8 +83,30 @@ func Repackable(m Matrix, release func([]byte)) Matrix {
 	return m
 }
 
+// Repack builds m's panels now, on p, instead of at its first MatMul (so
+// that a benchmark or a server's first request does not pay for it). It
+// does nothing when m is not repackable, repacking is off or this CPU has
+// no panel kernels, and reports whether m is repacked.
+func (m Matrix) Repack(p *par.Pool) bool { return m.panelsFor(p) != nil }
+
 // Repacked reports whether m's panels have been built.
 func (m Matrix) Repacked() bool { return m.pk != nil && m.pk.panels.Load() != nil }
+
+// DropPanels frees m's panels, if built, so that m computes on its Data
+// again until it is repacked (at its next MatMul, or Repack). A weight
+// streamer calls it for a layer it takes over: the layer's bytes are then
+// read into its own buffers, and a resident copy would only hold memory.
+// It must not be called while a MatMul on m (or a copy) runs.
+func (m Matrix) DropPanels() {
+	if m.pk == nil {
+		return
+	}
+	m.pk.mu.Lock()
+	defer m.pk.mu.Unlock()
+	if pb := m.pk.panels.Swap(nil); pb != nil {
+		pb.free()
+	}
+}
 
 // panelsFor returns m's panels for a product on p, building them on first
 // use, or nil when m computes on the file's layout (not repackable,
@@ -85,21 +115,25 @@ func (m Matrix) panelsFor(p *par.Pool) []byte {
 	if m.pk == nil || k.gemmPanel == nil || !repackOn.Load() {
 		return nil
 	}
-	if b := m.pk.panels.Load(); b != nil {
-		return *b
+	if pb := m.pk.panels.Load(); pb != nil {
+		return pb.b
 	}
-	m.pk.once.Do(func() {
-		b := packPanels(p, m, panelMemory(m.pk, len(m.Data)))
-		m.pk.panels.Store(&b)
-		if m.pk.release != nil {
-			m.pk.release(m.Data)
-		}
-	})
-	return *m.pk.panels.Load()
+	m.pk.mu.Lock()
+	defer m.pk.mu.Unlock()
+	if pb := m.pk.panels.Load(); pb != nil {
+		return pb.b // built while this call waited
+	}
+	pb := panelMemory(len(m.Data))
+	packPanels(p, m, pb.b)
+	m.pk.panels.Store(pb)
+	if m.pk.release != nil {
+		m.pk.release(m.Data)
+	}
+	return pb.b
 }
 
 // packPanels builds m's panels into out, a panel per pool task.
-func packPanels(p *par.Pool, m Matrix, out []byte) []byte {
+func packPanels(p *par.Pool, m Matrix, out []byte) {
 	rb := m.rowBytes()
 	pb := panelRows * rb
 	p.For(m.Rows/panelRows, func(lo, hi int) {
@@ -109,7 +143,6 @@ func packPanels(p *par.Pool, m Matrix, out []byte) []byte {
 			packPanel(m.Type, m.Data[q*pb:(q+1)*pb], rb, out[q*pb:(q+1)*pb])
 		}
 	})
-	return out
 }
 
 // alignedBytes returns n zero bytes starting on a 64-byte boundary (a cache

@@ -87,6 +87,14 @@ func TestRepackedMatMulMatches(t *testing.T) {
 			if !packed.Repacked() || released != 1 {
 				t.Fatalf("%v %dx%d: repacked %v, released %d times; want true, once", typ, rows, cols, packed.Repacked(), released)
 			}
+			// Dropped, the panels are rebuilt on the next product.
+			packed.DropPanels()
+			if packed.Repacked() {
+				t.Fatalf("%v: still repacked after DropPanels", typ)
+			}
+			if !packed.Repack(p) || released != 2 {
+				t.Fatalf("%v: Repack after DropPanels: repacked %v, released %d times", typ, packed.Repacked(), released)
+			}
 			a, b := make([]float32, cols), make([]float32, cols)
 			for r := range rows {
 				plain.DequantizeRow(r, a)

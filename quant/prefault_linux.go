@@ -5,6 +5,7 @@ package quant
 import (
 	"os"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,15 +31,19 @@ func prefault(b []byte, write bool) {
 	_ = unix.Madvise(b[lo-start:hi-start], advice)
 }
 
-// panelMemory returns n zero bytes for the panels of owner, mapped outside
-// the Go heap and unmapped once owner is unreachable. Gigabytes of weights
-// on the heap would make the collector size its goal, and return and fault
-// back pages, by them; weights need none of that.
-func panelMemory(owner *packing, n int) []byte {
+// panelMemory returns n zero bytes for panels, mapped outside the Go heap:
+// gigabytes of weights on the heap would make the collector size its goal,
+// and return and fault back pages, by them; weights need none of that. The
+// mapping goes with its panelBuf's free, or once the panelBuf is
+// unreachable, whichever comes first.
+func panelMemory(n int) *panelBuf {
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
-		return alignedBytes(n) // the heap will do
+		return &panelBuf{b: alignedBytes(n), free: func() {}} // the heap will do
 	}
-	runtime.AddCleanup(owner, func(b []byte) { _ = unix.Munmap(b) }, b)
-	return b
+	var once sync.Once
+	unmap := func() { once.Do(func() { _ = unix.Munmap(b) }) }
+	pb := &panelBuf{b: b, free: unmap}
+	runtime.AddCleanup(pb, func(f func()) { f() }, unmap)
+	return pb
 }

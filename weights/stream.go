@@ -295,6 +295,9 @@ func (s *Streamer) prepare(i int, l *model.Layer) (*streamLayer, error) {
 				sl.matOff[k] = sp.bufOff + abs[k] - sp.off
 			}
 		}
+		// A resident copy in row panels (the layer computed before it was
+		// streamed) would only hold memory now.
+		mats[k].M.DropPanels()
 		*mats[k].M = quant.Matrix{Type: mats[k].M.Type, Rows: mats[k].M.Rows, Cols: mats[k].M.Cols} // no view of the mapping
 	}
 	// The vectors were decoded from the mapping when the model loaded;
@@ -427,6 +430,15 @@ func (s *Streamer) busy(delta int) {
 	if s.inFlight == 0 {
 		s.readNs.Add(int64(time.Since(s.busySince)))
 	}
+}
+
+// ResidentLayer returns layer i if the plan keeps it resident
+// (model.ResidentLayers), without touching the read pipeline.
+func (s *Streamer) ResidentLayer(i int) (*model.Layer, bool) {
+	if i < 0 || i >= len(s.resident) || s.resident[i] == nil {
+		return nil, false
+	}
+	return s.resident[i], true
 }
 
 // Layer returns layer i: a resident one as loaded, a streamed one once its

@@ -142,6 +142,16 @@ func TestStreamerMatchesResident(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Fatalf("logits differ from the resident model's")
 				}
+				// The resident passes repacked every layer (where the CPU
+				// computes on row panels); a streamed layer's copy is gone.
+				for i := range plan.Layers {
+					l, _ := st.orig.Layer(i)
+					for _, lm := range l.Matrices() {
+						if lm.M.Repacked() && !plan.Resident[i] {
+							t.Fatalf("streamed layer %d keeps %s in row panels", i, lm.Name)
+						}
+					}
+				}
 				s := st.Stats()
 				passes := int64(5)
 				// Read-ahead wraps into a next pass that never comes: up to

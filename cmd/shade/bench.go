@@ -75,6 +75,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	m.Repack()
 	if stream != nil {
 		defer stream.Close()
 	}
@@ -198,6 +199,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	e.Repack()
 	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n, Governor: specCfg.Governor,
 		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth, Base: specCfg,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})

@@ -164,6 +164,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		defer e.Close()
+		e.Repack()
 		llm = &qos.LLM{Engine: e, Prompts: prompts, MaxTokens: *maxTokens}
 		progress(fmt.Sprintf("background LLM %s (draft %v), %d thread(s) on CPU %d", target, orDash(nonEmpty(draft)), *threads, *bgCPU))
 	}

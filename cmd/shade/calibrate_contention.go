@@ -54,6 +54,7 @@ func calibrateContention(ctx context.Context, a *calibrateArgs, passes, cpu int,
 		return err
 	}
 	defer e.Close()
+	e.Repack()
 	other := -1
 	if cpu >= 0 {
 		restore, err := pinProcess(cpu)

@@ -83,6 +83,7 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 		return err
 	}
 	defer e.Close()
+	e.Repack()
 	L := e.Model.Config.Layers
 	if L < 2 {
 		return fmt.Errorf("the target has %d layer: nothing to prune after", L)

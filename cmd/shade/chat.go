@@ -66,6 +66,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer e.Close()
+	e.Repack()
 	tmpl, warn := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
 	if warn != "" {
 		fmt.Fprintf(stderr, "shade chat: %s\n", warn)

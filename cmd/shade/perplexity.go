@@ -35,6 +35,7 @@ func cmdPerplexity(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer e.Close()
+	e.Repack()
 	progress := func(done, total int, ppl float64) {
 		if !*quiet {
 			fmt.Fprintf(stderr, "\rchunk %d/%d  PPL %.4f", done, total, ppl)

@@ -99,6 +99,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := pf.apply(ctx, e, path, *sf.draft, &specCfg, stderr); err != nil {
 		return err
 	}
+	e.Repack() // here, once the budget has placed the layers
+
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
 		Spec: specCfg,
