@@ -37,7 +37,6 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	decode := fs.Int("decode-tokens", 8, "decode steps timed per repetition")
 	bwMiB := fs.Int("bw-mib", 1024, "size of the bandwidth probe's buffer in MiB")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	repack := fs.Bool("repack", true, "compute Q4_0 and Q8_0 weights repacked into row panels where the CPU has the kernels for them (false: in the file's layout, for comparison)")
 	bf := addBudgetFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -64,8 +63,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	quant.UseRepack(*repack)
-	defer quant.UseRepack(true)
+	defer quant.UseRepack(true) // bf.check set it
 	m, err := model.Open(path, *threads)
 	if err != nil {
 		return err
