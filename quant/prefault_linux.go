@@ -12,10 +12,10 @@ import (
 )
 
 // prefault maps the pages of b in one call before they are read (write
-// false; b may be a file mapping) or written: touching them one fault at a
-// time costs tens of microseconds a page in a virtual machine, seconds for
-// a model's panels. Best effort (MADV_POPULATE_READ and _WRITE are Linux
-// 5.14+; older kernels fault as usual).
+// false; b may be a file mapping) or written: taking them one fault at a
+// time costs several microseconds a page in a virtual machine, which is
+// seconds for a model's panels. Best effort (MADV_POPULATE_READ and _WRITE
+// are Linux 5.14+; older kernels fault as usual).
 func prefault(b []byte, write bool) {
 	page := uintptr(os.Getpagesize())
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
