@@ -6,7 +6,9 @@
 // compiled under its own name; faster per-architecture kernels are chosen once
 // at start-up and tested against it.
 //
-// The block layouts are ggml's, byte for byte. Matrix products follow
+// The block layouts are ggml's, byte for byte; where the CPU has kernels for
+// it, Q4_0 and Q8_0 matrices are also repacked into row panels (panel.go),
+// computed with the same bits. Matrix products follow
 // llama.cpp's CPU backend: activations are first converted to the type each
 // weight type's dot product pairs with (Q8_0 for Q4_0 and Q8_0 weights, Q8_K
 // for Q4_K and Q6_K, F16 for F16, BF16 for BF16), integer products are summed
