@@ -95,6 +95,7 @@ func (e *Engine) Close() error {
 		e.Stream = nil
 	}
 	if e.Draft != nil {
+		e.Draft.DropPanels()
 		e.Draft.File.Close() // its pool is the target's
 	}
 	if e.prePool != nil {
@@ -129,6 +130,7 @@ func (e *Engine) LoadDraft(path string) error {
 		return fmt.Errorf("draft %s: %w", path, err)
 	}
 	if e.Draft != nil {
+		e.Draft.DropPanels()
 		e.Draft.File.Close()
 	}
 	e.Draft = m

@@ -214,6 +214,9 @@ func TestRepackMatchesFileLayout(t *testing.T) {
 				logits[i] = append(logits[i], row...)
 			}
 			m.Close()
+			if m.Weights.Output.Repacked() {
+				t.Errorf("%s: the head keeps its row panels after Close", name)
+			}
 		}
 		for e := range logits[0] {
 			if math.Float32bits(logits[0][e]) != math.Float32bits(logits[1][e]) {

@@ -45,11 +45,12 @@ func FromFile(f *gguf.File, pool *par.Pool) (*Model, error) {
 	return &Model{Config: c, Weights: w, File: f, Pool: pool}, nil
 }
 
-// Close releases the pool and unmaps the file.
+// Close releases the pool, the row panels and the file's mapping.
 func (m *Model) Close() error {
 	if m.Pool != nil {
 		m.Pool.Close()
 	}
+	m.DropPanels()
 	return m.File.Close()
 }
 
@@ -63,25 +64,39 @@ func (m *Model) Close() error {
 // the bytes repacked.
 func (m *Model) Repack() int64 {
 	var n int64
-	pack := func(q quant.Matrix) {
+	each(m, func(q quant.Matrix) { // a tied head is the embedding, counted once
 		if !q.Repacked() && q.Repack(m.Pool) {
 			n += int64(len(q.Data))
 		}
-	}
-	pack(m.Weights.Embed)
-	pack(m.Weights.Output) // a tied head is the embedding, counted once
+	})
+	return n
+}
+
+// DropPanels frees the row panels of the matrices Repack covers, at once
+// rather than when the collector finds them unreachable (they are outside
+// the Go heap, so a small heap may not collect for a long time). The model
+// computes in the file's layout until it is repacked again. It must not be
+// called while the model computes.
+func (m *Model) DropPanels() {
+	each(m, func(q quant.Matrix) { q.DropPanels() })
+}
+
+// each calls f on the embedding, the head and every resident layer's
+// matrices (see Repack).
+func each(m *Model, f func(quant.Matrix)) {
+	f(m.Weights.Embed)
+	f(m.Weights.Output)
 	src, ok := m.Weights.Layers.(ResidentLayers)
 	if !ok {
-		return n
+		return
 	}
 	for i := range m.Config.Layers {
 		if l, ok := src.ResidentLayer(i); ok {
 			for _, lm := range l.Matrices() {
-				pack(*lm.M)
+				f(*lm.M)
 			}
 		}
 	}
-	return n
 }
 
 // WeightBytes is the size of all weight matrices, counting a tied
