@@ -160,3 +160,21 @@ func BenchmarkPanelDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackPanels repacks a layer-size matrix held in cache-cold memory
+// (the shuffle alone: the destination is reused). MB/s is the matrix's
+// bytes.
+func BenchmarkPackPanels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(59, 60))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		rows, cols := 14336, 4096
+		m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+		out := alignedBytes(len(m.Data))
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for b.Loop() {
+				packPanels(nil, m, out)
+			}
+		})
+	}
+}
