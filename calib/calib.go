@@ -52,7 +52,12 @@ func keyOf(modelPath, kind string) (Key, error) {
 }
 
 // String is the key as one line.
-func (k Key) String() string { return k.Model + " @ " + k.CPU + " (" + k.Kernels + " kernels)" }
+func (k Key) String() string {
+	if k.Kernels == "" {
+		return k.Model + " @ " + k.CPU
+	}
+	return k.Model + " @ " + k.CPU + " (" + k.Kernels + " kernels)"
+}
 
 // KeyFor returns the key of a model file on this machine.
 func KeyFor(modelPath string) (Key, error) {
