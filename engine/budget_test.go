@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"shade/cost"
 	"shade/gguf"
 	"shade/quant"
 	"shade/sample"
@@ -133,9 +134,17 @@ func TestLeverPreDraftStreamed(t *testing.T) {
 	if _, err := e.SetDRAMBudget(0, weights.Options{ReadAhead: 2}); err != nil || e.Stream == nil {
 		t.Fatalf("0 budget: streamer %v, %v", e.Stream, err)
 	}
+	// A cost model of its own, where drafting is cheap against the
+	// verify pass's reads, so that every step drafts a tree (and launches a
+	// pre-draft) whatever this machine's speed: a quick measurement on a
+	// loaded machine could make trees not worth drafting at all.
+	L := e.Model.Config.Layers
+	cm := &cost.Model{Batches: []int{1, 64}, Layers: L, LayerBytes: 1 << 20, DiskBps: float64(1<<20) / 0.05,
+		DraftPass: []float64{1e-4, 4e-4}, TargetLayer: []float64{1e-4, 64e-4}, TargetHead: []float64{1e-4, 8e-4},
+		Direct: true, StreamedLayers: L}
 	for _, pre := range []bool{false, true} {
 		r := req
-		r.Spec = spec.Config{Mode: spec.Lever, PreDraft: pre}
+		r.Spec = spec.Config{Mode: spec.Lever, PreDraft: pre, Cost: cm}
 		st, err := e.Generate(context.Background(), r, func(string) error { return nil })
 		if err != nil {
 			t.Fatal(err)
