@@ -60,8 +60,8 @@ func (m *Model) Close() error {
 // a ResidentLayers that streams some; another source's layers are left to
 // their first use). Otherwise each matrix is repacked at its first use, so
 // the first pass pays for all of it. Call it once the model's layers are
-// placed: a layer repacked and then streamed keeps its panels. It returns
-// the bytes repacked.
+// placed: a layer repacked and then streamed drops its copy, so repacking
+// it first costs only time. It returns the bytes repacked.
 func (m *Model) Repack() int64 {
 	var n int64
 	each(m, func(q quant.Matrix) { // a tied head is the embedding, counted once
