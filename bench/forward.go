@@ -59,9 +59,13 @@ type Report struct {
 	// Probes are the bandwidth probes that bracket the decode repetitions
 	// (one before each and one after the last, in GB/s); Bandwidth is the
 	// median one.
-	Probes  []float64       `json:"bandwidth_probes_gb_per_s,omitempty"`
-	Forward []ForwardResult `json:"forward"`
-	Stream  *StreamReport   `json:"stream,omitempty"`
+	Probes []float64 `json:"bandwidth_probes_gb_per_s,omitempty"`
+	// RepackBytes of weights were repacked into row panels in
+	// RepackSeconds before anything was timed (quant.Repackable).
+	RepackBytes   int64           `json:"repack_bytes"`
+	RepackSeconds float64         `json:"repack_seconds"`
+	Forward       []ForwardResult `json:"forward"`
+	Stream        *StreamReport   `json:"stream,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -101,6 +105,9 @@ func Run(m *model.Model, o Options) (Report, error) {
 			o.Progress(fmt.Sprintf(format, args...))
 		}
 	}
+	t0 := time.Now()
+	r.RepackBytes = m.Repack()
+	r.RepackSeconds = time.Since(t0).Seconds()
 	maxBatch := 1
 	for _, b := range o.Batches {
 		if b < 1 {
@@ -129,8 +136,7 @@ func Run(m *model.Model, o Options) (Report, error) {
 		if err := s.Forward(model.Chain(prefix)); err != nil {
 			return err
 		}
-		// The head too, so that every matrix has been repacked (see
-		// quant.Repackable) before anything is timed.
+		// The head too, so that no first use of anything is timed.
 		if err := s.Logits([]int{len(prefix) - 1}, logits); err != nil {
 			return err
 		}
