@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"shade/engine"
 	"shade/sample"
@@ -37,7 +38,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sf := addSpecFlags(fs, true)
 	bf := addBudgetFlags(fs)
 	pf := addPolicyFlag(fs, "off", "elastic speculation: yield memory bandwidth to the foreground")
-	showStats := fs.Bool("stats", false, "print speculation statistics after the run")
+	showStats := fs.Bool("stats", false, "print speculation statistics after the run, and how long repacking weights into row panels took before it")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -99,7 +100,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := pf.apply(ctx, e, path, *sf.draft, &specCfg, stderr); err != nil {
 		return err
 	}
-	e.Repack() // here, once the budget has placed the layers
+	// Here, once the budget has placed the layers.
+	t0 := time.Now()
+	if n := e.Repack(); n > 0 && *showStats {
+		fmt.Fprintf(stderr, "shade: %s of weights repacked into row panels in %.2f s (part of the load time; --repack=false skips it)\n",
+			human(uint64(n)), time.Since(t0).Seconds())
+	}
 
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
