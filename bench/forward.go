@@ -136,10 +136,6 @@ func Run(m *model.Model, o Options) (Report, error) {
 		if err := s.Forward(model.Chain(prefix)); err != nil {
 			return err
 		}
-		// The head too, so that no first use of anything is timed.
-		if err := s.Logits([]int{len(prefix) - 1}, logits); err != nil {
-			return err
-		}
 		return s.CommitAll()
 	}
 	if err := fill(); err != nil {

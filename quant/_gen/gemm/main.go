@@ -408,30 +408,7 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 	}
 	p("")
 	p("loop_%s:", name)
-	p("\tPREFETCHT0 %d(SI)", panelPrefetch)
-	p("\tPREFETCHT0 %d(SI)", panelPrefetch+64)
-	p("\tPREFETCHT0 %d(SI)", panelPrefetch+128)
-	p("\tPREFETCHT0 %d(SI)", panelPrefetch+192)
-	if typ == "Q8_0" {
-		for k := 256; k < blockBytes; k += 64 {
-			p("\tPREFETCHT0 %d(SI)", panelPrefetch+k)
-		}
-	} else {
-		p("\tPREFETCHT0 %d(SI)", panelPrefetch+256)
-	}
-	p("\tVCVTPH2PS (SI), Z9")
-	if typ == "Q4_0" {
-		for d := 0; d < 4; d++ {
-			p("\tVMOVDQU32 %d(SI), Z%d", 32+64*d, d)
-			p("\tVPSRLD $4, Z%d, Z%d", d, d+4)
-			p("\tVPANDD Z10, Z%d, Z%d", d, d)
-			p("\tVPANDD Z10, Z%d, Z%d", d+4, d+4)
-		}
-	} else {
-		for g := 0; g < 8; g++ {
-			p("\tVMOVDQU32 %d(SI), Z%d", 32+64*g, g)
-		}
-	}
+	panelLoads(p, typ, blockBytes, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
 	dots(p, c, []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
 	p("\tADDQ $%d, SI", blockBytes)
 	p("\tADDQ DX, R8")
@@ -492,22 +469,7 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	p("")
 	p("loop_%s:", name)
 	for j := 0; j < s; j++ {
-		for k := 0; k < blockBytes; k += 64 {
-			p("\tPREFETCHT0 %s", addr(panelPrefetch+k, j))
-		}
-		p("\tVCVTPH2PS %s, Z9", addr(0, j))
-		if typ == "Q4_0" {
-			for d := 0; d < 4; d++ {
-				p("\tVMOVDQU32 %s, Z%d", addr(32+64*d, j), d)
-				p("\tVPSRLD $4, Z%d, Z%d", d, d+4)
-				p("\tVPANDD Z10, Z%d, Z%d", d, d)
-				p("\tVPANDD Z10, Z%d, Z%d", d+4, d+4)
-			}
-		} else {
-			for g := 0; g < 8; g++ {
-				p("\tVMOVDQU32 %s, Z%d", addr(32+64*g, j), g)
-			}
-		}
+		panelLoads(p, typ, blockBytes, func(off int) string { return addr(off, j) })
 		p("\tVPBROADCASTD 4(R9), Z11")
 		for g := 0; g < 8; g++ {
 			p("\tVPDPBUSD.BCST %d(R8), Z%d, Z11", 4*g, g)
@@ -530,6 +492,29 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// panelLoads writes the loads of one panel block, its bytes at addr(off):
+// prefetches panelPrefetch bytes ahead, the 16 scales converted into Z9 and
+// the weights into Z0-Z7 (values 4g..4g+3 of each row in Zg; Q4_0 nibbles
+// unpacked with the mask in Z10).
+func panelLoads(p func(string, ...any), typ string, blockBytes int, addr func(off int) string) {
+	for k := 0; k < blockBytes; k += 64 {
+		p("\tPREFETCHT0 %s", addr(panelPrefetch+k))
+	}
+	p("\tVCVTPH2PS %s, Z9", addr(0))
+	if typ == "Q4_0" {
+		for d := 0; d < 4; d++ {
+			p("\tVMOVDQU32 %s, Z%d", addr(32+64*d), d)
+			p("\tVPSRLD $4, Z%d, Z%d", d, d+4)
+			p("\tVPANDD Z10, Z%d, Z%d", d, d)
+			p("\tVPANDD Z10, Z%d, Z%d", d+4, d+4)
+		}
+		return
+	}
+	for g := 0; g < 8; g++ {
+		p("\tVMOVDQU32 %s, Z%d", addr(32+64*g), g)
+	}
 }
 
 // panelPrefetch is how far ahead of the current block, in bytes, the panel
