@@ -32,12 +32,3 @@ func dropCache(f *os.File, off, n int64) {
 		_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED)
 	}
 }
-
-// dropMapping releases the pages of a mapped file range from this process
-// (best effort), so that a streamed layer's pages touched while loading
-// leave the resident set.
-func dropMapping(b []byte) {
-	if len(b) > 0 {
-		_ = unix.Madvise(b, unix.MADV_DONTNEED)
-	}
-}

@@ -11,5 +11,3 @@ func openDirect(path string) (*os.File, bool, error) {
 }
 
 func dropCache(*os.File, int64, int64) {}
-
-func dropMapping([]byte) {}

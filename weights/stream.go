@@ -331,10 +331,8 @@ func (s *Streamer) prepare(i int, l *model.Layer) (*streamLayer, error) {
 			lo, hi = min(lo, off), max(hi, off+int64(ti.Size))
 		}
 	}
-	if mapped := f.Bytes(); hi-lo < 2*sl.bufBytes+Alignment && alignDown(hi) <= int64(len(mapped)) {
-		if a, b := alignUp(lo), alignDown(hi); b > a {
-			dropMapping(mapped[a:b])
-		}
+	if mapped := f.Bytes(); hi-lo < 2*sl.bufBytes+Alignment && hi <= int64(len(mapped)) {
+		f.ReleasePages(mapped[lo:hi])
 	}
 	return sl, nil
 }
