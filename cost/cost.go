@@ -15,6 +15,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"shade/quant"
 )
 
 // Model is a measured cost model. Times are in seconds.
@@ -81,11 +83,33 @@ func (m *Model) Validate() error {
 	return nil
 }
 
-// at interpolates ys (one per measured batch size) at batch size b:
-// linearly between measured sizes, and along the last segment's slope
-// beyond the largest (costs grow about linearly with rows once compute
-// dominates). Below the smallest size it is the smallest's cost.
+// at interpolates ys (one per measured batch size) at batch size b. Beyond
+// a full kernel tile (quant.TileRows), when that size was measured, a
+// batch costs its full tiles plus its remainder as a batch of its own: the
+// kernels run the remainder as one more, narrower tile over the same
+// weights, so the 17th row costs far more than the 16th did (8B-shape
+// target, all layers resident: a pass over 17 rows measured 0.48 s, as
+// this predicts from the 16- and 1-row measurements; a straight line
+// between 16 and 32 rows said 0.38 s).
+// Otherwise it is interpolate's.
 func (m *Model) at(ys []float64, b int) float64 {
+	if b > quant.TileRows {
+		if i, ok := slices.BinarySearch(m.Batches, quant.TileRows); ok {
+			full := float64(b/quant.TileRows) * ys[i]
+			if r := b % quant.TileRows; r > 0 {
+				return full + m.interpolate(ys, r)
+			}
+			return full
+		}
+	}
+	return m.interpolate(ys, b)
+}
+
+// interpolate interpolates ys linearly between measured sizes, and along
+// the last segment's slope beyond the largest (costs grow about linearly
+// with rows once compute dominates). Below the smallest size it is the
+// smallest's cost.
+func (m *Model) interpolate(ys []float64, b int) float64 {
 	bs := m.Batches
 	if len(bs) == 0 {
 		return 0

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"shade/model"
+	"shade/quant"
 )
 
 func toy() *Model {
@@ -194,5 +195,35 @@ func TestIOWait(t *testing.T) {
 				t.Fatalf("IOWait(%d) = %v, want %v", c.rows, got, c.want)
 			}
 		})
+	}
+}
+
+func TestTileInterpolation(t *testing.T) {
+	if quant.TileRows != 16 {
+		t.Skipf("cases written for 16-row tiles, kernels take %d", quant.TileRows)
+	}
+	// Measured at 1, 4, 16 and 64 rows; a full kernel tile is 16 rows.
+	m := &Model{Batches: []int{1, 4, 16, 64}, TargetLayer: []float64{1, 2, 5, 20}, DraftPass: []float64{1, 1, 1, 1}, TargetHead: []float64{1, 1, 1, 1}, Layers: 1}
+	cases := []struct {
+		rows int
+		want float64
+	}{
+		{8, 2 + 3*4.0/12}, // between measured sizes below a tile: linear
+		{16, 5},           // one full tile
+		{17, 5 + 1},       // a full tile and a tile of one row
+		{20, 5 + 2},       // a full tile and a tile of four
+		{32, 10},          // two full tiles
+		{40, 10 + 3},      // two full tiles and a tile of eight
+	}
+	for _, c := range cases {
+		if got := m.Layer(c.rows); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Layer(%d) = %v, want %v", c.rows, got, c.want)
+		}
+	}
+	// Without a measurement at a full tile, sizes beyond it follow the
+	// measured points.
+	m.Batches, m.TargetLayer = []int{1, 4, 64}, []float64{1, 2, 20}
+	if got, want := m.Layer(34), 2+18*30.0/60; math.Abs(got-want) > 1e-12 {
+		t.Errorf("no tile measured: Layer(34) = %v, want %v", got, want)
 	}
 }

@@ -124,3 +124,9 @@ const (
 	gemmRows = 16
 	gemmCols = 16
 )
+
+// TileRows is how many activation rows (tokens of a batch) the matrix
+// kernels take at a time: a batch of b rows costs about b/TileRows passes
+// of a full tile plus one of the remainder, so cost does not grow evenly
+// with b (package cost models it so).
+const TileRows = gemmCols
