@@ -447,8 +447,14 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 		d.lv.learnScales(d)
 	}
 	t3 := time.Now()
-	d.stats.DraftTime += t1.Sub(t0)
-	d.stats.VerifyTime += t2.Sub(t1)
+	// A pre-draft that ran out after verification was the next step's
+	// drafting, done early.
+	var ranOut time.Duration
+	if d.pre != nil {
+		ranOut, d.pre.ranOut = d.pre.ranOut, 0
+	}
+	d.stats.DraftTime += t1.Sub(t0) + ranOut
+	d.stats.VerifyTime += t2.Sub(t1) - ranOut
 	d.stats.OtherTime += t3.Sub(t2)
 	catchup := 0
 	if d.lastDraftKind == draftModel {

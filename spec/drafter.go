@@ -73,6 +73,9 @@ type ModelDrafter struct {
 	// idle, when set (a pre-drafter), says when the target's pass leaves
 	// the cores free: each draft layer waits for it.
 	idle func() bool
+	// unleashed lets a pre-drafter whose guess verification confirmed
+	// run without waiting for idle cores: its tree is the next step's.
+	unleashed atomic.Bool
 }
 
 // cand is a possible child during expansion.
@@ -132,7 +135,7 @@ func (d *ModelDrafter) waitIdle() {
 	if d.idle == nil {
 		return
 	}
-	for !d.idle() && !d.stop.Load() {
+	for !d.idle() && !d.stop.Load() && !d.unleashed.Load() {
 		time.Sleep(100 * time.Microsecond)
 	}
 }

@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"shade/par"
 )
@@ -16,8 +18,9 @@ import (
 // target accepts the whole main path of the tree being verified (the
 // draft's most probable chain) and then produces the draft's own next
 // token. When verification ends exactly so, the next step starts from
-// that tree with no drafting of its own; otherwise the guess is dropped
-// and the step drafts as usual. Verification never depends on the guess,
+// that tree with no drafting of its own (the pre-draft, if unfinished,
+// runs out first); otherwise the guess is dropped and the step drafts as
+// usual. Verification never depends on the guess,
 // so the output is unchanged; greedy decoding only (a sampled bonus token
 // would rarely match the draft's guess).
 type preDraft struct {
@@ -28,6 +31,13 @@ type preDraft struct {
 	main  []int32 // the main path it assumed accepted (nodes of the verified tree)
 	ready bool    // tree is the next step's draft (set after a hit)
 	ctx   []int32 // the context it assumed, up to the guessed token
+	// guessed is the guessed token + 1 (0: no guess, the pre-draft failed
+	// before it), set before guessReady is closed.
+	guessed    atomic.Int32
+	guessReady chan struct{}
+	// ranOut is how long the last join waited for a confirmed pre-draft
+	// to finish: drafting, though it happens after verification.
+	ranOut time.Duration
 	// Counters for Stats.
 	launched, hits int
 }
@@ -98,19 +108,21 @@ func (d *Decoder) launchPreDraft(cfg GainCost) {
 	p.done = make(chan preOutcome, 1)
 	p.launched++
 	other, ctx, tree := p.other, p.ctx, &p.tree
+	p.guessed.Store(0)
+	guessReady := make(chan struct{})
+	p.guessReady = guessReady
 	go func() {
 		guess, err := other.guessNext(ctx)
+		if err == nil {
+			p.guessed.Store(guess + 1)
+		}
+		close(guessReady)
 		if err == nil && cfg.MaxNodes > 0 {
 			err = other.DraftGainCost(append(ctx, guess), cfg, tree)
 		}
 		p.done <- preOutcome{guess, err}
 	}()
 }
-
-// preDraftRunsOut makes joinPreDraft let the pre-draft finish instead of
-// stopping it. Tests set it so that whether a pre-drafted tree is used does
-// not depend on how a loaded machine scheduled the two goroutines.
-var preDraftRunsOut bool
 
 // joinPreDraft waits for the pre-draft in flight and keeps its tree for the
 // next step if verification accepted exactly the main path and then the
@@ -121,16 +133,32 @@ func (d *Decoder) joinPreDraft(path []int32, bonus int32) {
 	if p == nil || p.done == nil {
 		return
 	}
-	// Verification is over: what the pre-draft has not finished would
-	// now cost the step time, so it stops at its next layer boundary (a
-	// tree cut short is still a tree: its last nodes are not expanded).
-	p.other.stop.Store(!preDraftRunsOut)
+	// Verification is over. If it accepted the whole main path, the
+	// guess decides (waiting for it costs at most the one draft pass the
+	// step's own draft would begin with). A confirmed pre-draft is the
+	// next step's draft begun early: it runs out, no longer waiting for
+	// the verify pass to leave the cores idle. Otherwise what it has not
+	// finished would cost the step time for nothing, so it stops at its
+	// next layer boundary (a tree cut short is still a tree: its last
+	// nodes are not expanded).
+	t0 := time.Now()
+	mainAccepted := slices.Equal(path, p.main)
+	if mainAccepted {
+		p.other.unleashed.Store(true)
+		<-p.guessReady
+	}
+	confirmed := mainAccepted && p.guessed.Load() == bonus+1
+	if !confirmed {
+		p.other.stop.Store(true)
+	}
 	out := <-p.done
+	if confirmed {
+		p.ranOut = time.Since(t0)
+	}
 	p.other.stop.Store(false)
+	p.other.unleashed.Store(false)
 	p.done = nil
-	// A pre-draft cut short is a poorer tree than the step would draft
-	// itself: only a finished one is used.
-	p.ready = out.err == nil && !p.other.preempted && out.guess == bonus && slices.Equal(path, p.main) && p.tree.Len() > 0
+	p.ready = confirmed && out.err == nil && !p.other.preempted && p.tree.Len() > 0
 	if p.ready {
 		p.hits++
 	}
