@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -46,6 +47,20 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'shade COMMAND -h' for a command's flags.\n")
 }
 
+// startCPUProfile writes a CPU profile of the whole command to path
+// (SHADE_CPUPROFILE), for `go tool pprof`.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("SHADE_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("SHADE_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -56,6 +71,14 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
+	}
+	if path := os.Getenv("SHADE_CPUPROFILE"); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "shade: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
