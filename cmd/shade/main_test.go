@@ -242,3 +242,21 @@ func TestBenchSpec(t *testing.T) {
 		t.Errorf("chain acceptance %.2f", rep.Results[1].Acceptance)
 	}
 }
+
+func TestCPUProfile(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	t.Setenv("SHADE_CPUPROFILE", prof)
+	if code, _, errOut := shade(t, "run", "-m", model, "-p", "Once upon a time", "-n", "8", "--temp", "0"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// A profile is gzip-compressed protobuf: it starts with gzip's magic.
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile %s: %d bytes, %v", prof, len(b), err)
+	}
+	t.Setenv("SHADE_CPUPROFILE", filepath.Join(t.TempDir(), "missing", "cpu.prof"))
+	if code, _, errOut := shade(t, "inspect", model); code != 1 || !strings.Contains(errOut, "SHADE_CPUPROFILE") {
+		t.Fatalf("unwritable profile: exit %d, %q", code, errOut)
+	}
+}
