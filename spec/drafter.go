@@ -418,12 +418,22 @@ type RankStats struct {
 const maxDepthStats = 64
 
 // depthFactor is observed ÷ estimated acceptance of nodes at a depth
-// (1 before any observation).
+// (1 before any observation). A depth with too little evidence of its own
+// (less than one node's worth of estimated acceptance) takes the factor of
+// the deepest depth above it that has it: trees have not grown there yet,
+// and a neutral factor would make them stop at the depth they have reached
+// while a draft that agrees with the target keeps agreeing further down
+// (the estimate multiplies per-node acceptances, so it is lowest exactly
+// where that matters).
 func (st *RankStats) depthFactor(depth int) float64 {
 	d := min(depth, maxDepthStats-1)
 	const weight = 2 // prior strength, in accepted nodes
+	const evidence = 1
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	for d > 1 && st.depthPred[d] < evidence {
+		d--
+	}
 	return (st.depthAcc[d] + weight) / (st.depthPred[d] + weight)
 }
 

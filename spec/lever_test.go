@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -256,5 +257,35 @@ func TestTrainPruner(t *testing.T) {
 	bad.Layer = L
 	if bad.Validate(L) == nil {
 		t.Error("a prune layer past the last accepted")
+	}
+}
+
+// TestDepthFactorCarriesDown: depths no tree has reached yet take the
+// correction of the deepest depth that has evidence, not a neutral 1 that
+// would stop trees where they are.
+func TestDepthFactorCarriesDown(t *testing.T) {
+	var st RankStats
+	if f := st.depthFactor(5); f != 1 {
+		t.Fatalf("no evidence: factor %v, want 1", f)
+	}
+	// Depths 1–6 drafted: the per-node estimates said 0.5 at depth 6, and
+	// twice as many were accepted as estimated.
+	for d := 1; d <= 6; d++ {
+		st.depthPred[d] = 10 * math.Pow(0.8, float64(d))
+		st.depthAcc[d] = 2 * st.depthPred[d]
+	}
+	want := (st.depthAcc[6] + 2) / (st.depthPred[6] + 2)
+	for _, d := range []int{6, 7, 12, maxDepthStats + 5} {
+		if f := st.depthFactor(d); math.Abs(f-want) > 1e-12 {
+			t.Errorf("depth %d: factor %v, want depth 6's %v", d, f, want)
+		}
+	}
+	// Evidence of its own wins once a depth has it.
+	st.depthPred[9], st.depthAcc[9] = 4, 4
+	if f := st.depthFactor(9); f != 1 {
+		t.Errorf("depth 9 with evidence: factor %v, want 1", f)
+	}
+	if f := st.depthFactor(8); math.Abs(f-want) > 1e-12 {
+		t.Errorf("depth 8 between: factor %v, want depth 6's %v", f, want)
 	}
 }
