@@ -63,16 +63,17 @@ type FlashResult struct {
 
 // FlashReport is what RunFlash measured.
 type FlashReport struct {
-	Prompts  int                `json:"prompts"`
-	Tokens   int                `json:"tokens_per_prompt"`
-	Warmup   int                `json:"warmup_tokens,omitempty"` // untimed tokens per mode and budget first
-	Layers   int                `json:"layers"`
-	Results  []FlashResult      `json:"results"`
-	Ablation []FlashResult      `json:"ablation"`
-	Disk     weights.DiskResult `json:"disk"`
-	DiskNote string             `json:"disk_note,omitempty"` // why Disk is empty
-	Pruner   string             `json:"pruner"`
-	Cost     string             `json:"cost_model"`
+	Prompts    int                `json:"prompts"`
+	Tokens     int                `json:"tokens_per_prompt"`
+	Warmup     int                `json:"warmup_tokens,omitempty"` // untimed tokens per mode and budget first
+	Layers     int                `json:"layers"`
+	Results    []FlashResult      `json:"results"`
+	Ablation   []FlashResult      `json:"ablation"`
+	Disk       weights.DiskResult `json:"disk"`
+	DiskNote   string             `json:"disk_note,omitempty"` // why Disk is empty
+	Pruner     string             `json:"pruner"`
+	Acceptance string             `json:"acceptance"` // whether lever started from a stored acceptance profile
+	Cost       string             `json:"cost_model"`
 }
 
 // flashMode is one configuration compared.
@@ -125,6 +126,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 	}
 	rep.Cost = ls.CostSource
 	rep.Pruner = ls.PrunerNote
+	rep.Acceptance = e.DraftProfileNote
 	path, off := e.Model.File.Path, int64(e.Model.File.DataOffset)
 	progress("disk: O_DIRECT read bandwidth of %s", path)
 	// A disk probe that cannot run (a file smaller than one read, say) is

@@ -44,7 +44,11 @@ type Engine struct {
 	ngramEstimates *spec.Estimates
 	LoadTime       time.Duration
 	// Path is the target's file (calibrations are stored beside it).
-	Path       string
+	Path string
+	// DraftPath is the draft's file; DraftProfileNote says whether
+	// DraftRanks started from a stored acceptance profile.
+	DraftPath        string
+	DraftProfileNote string
 	leverMu    sync.Mutex
 	lever      *LeverSetup
 	budget     int64
@@ -134,7 +138,9 @@ func (e *Engine) LoadDraft(path string) error {
 		e.Draft.File.Close()
 	}
 	e.Draft = m
+	e.DraftPath = path
 	e.DraftRanks = new(spec.RankStats)
+	e.DraftProfileNote = e.loadDraftProfile()
 	e.SpecEstimates = spec.NewEstimates()
 	if e.DRAMPlan != nil { // the draft's bytes now count against the budget
 		if _, err := e.SetDRAMBudget(e.budget, e.budgetOpts); err != nil {

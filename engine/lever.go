@@ -14,11 +14,63 @@ import (
 const (
 	CalibCost   = "cost"
 	CalibPruner = "pruner"
+	// CalibAcceptance is the draft's acceptance profile against the
+	// target (spec.RankProfile), stored by shade calibrate --pruner.
+	CalibAcceptance = "acceptance"
 )
 
-// The predictor learns from the model's hidden states and acceptance, which
-// do not depend on the kernels' speed; the cost model is timings, which do.
-func init() { calib.KernelFree(CalibPruner) }
+// The predictor and the acceptance profile learn from the models' outputs,
+// which do not depend on the kernels' speed; the cost model is timings,
+// which do.
+func init() {
+	calib.KernelFree(CalibPruner)
+	calib.KernelFree(CalibAcceptance)
+}
+
+// loadDraftProfile starts DraftRanks from the acceptance profile stored
+// beside the target for this draft, if there is one, and says what it did.
+// A profile that cannot be read or used is not an error: drafting then
+// learns from nothing, as without one.
+func (e *Engine) loadDraftProfile() string {
+	if e.Path == "" || e.DraftPath == "" {
+		return "none"
+	}
+	var p spec.RankProfile
+	ok, err := calib.Load(e.Path, CalibAcceptance, &p)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("not used: %v", err)
+	case !ok:
+		return "none stored (shade calibrate --pruner)"
+	}
+	key, err := calib.KeyFor(e.DraftPath)
+	if err != nil {
+		return fmt.Sprintf("not used: %v", err)
+	}
+	if p.Draft != key.Model {
+		return "none stored for this draft (shade calibrate --pruner)"
+	}
+	if err := e.DraftRanks.SetProfile(p); err != nil {
+		return fmt.Sprintf("stored one refused: %v", err)
+	}
+	return fmt.Sprintf("stored (%.0f verified nodes)", p.Nodes())
+}
+
+// SaveDraftProfile stores what drafting has learned of the draft's
+// acceptance beside the target, for later engines of this pair to start
+// from; it returns the file written.
+func (e *Engine) SaveDraftProfile() (string, error) {
+	if e.Draft == nil || e.DraftPath == "" || e.Path == "" {
+		return "", fmt.Errorf("engine: no draft loaded from a file")
+	}
+	key, err := calib.KeyFor(e.DraftPath)
+	if err != nil {
+		return "", err
+	}
+	p := e.DraftRanks.Profile()
+	p.Draft = key.Model
+	return calib.Save(e.Path, CalibAcceptance, p)
+}
 
 // LeverSetup is what Lever mode needs from calibration, resolved once per
 // engine: the cost model (stored, or measured quickly at start-up) and the
@@ -83,7 +135,7 @@ func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
 		}
 	}
 	if log != nil {
-		fmt.Fprintf(log, "lever: cost model %s in %v; pruning predictor: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote)
+		fmt.Fprintf(log, "lever: cost model %s in %v; pruning predictor: %s; acceptance profile: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote, e.DraftProfileNote)
 	}
 	e.lever = ls
 	return ls, nil

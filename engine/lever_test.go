@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"shade/calib"
@@ -116,5 +117,55 @@ func TestShortGenerationTimed(t *testing.T) {
 	}
 	if st.GenTokens != 2 || st.GenDuration <= 0 || st.GenTPS <= 0 {
 		t.Errorf("2 tokens in one step: duration %v, %v tok/s", st.GenDuration, st.GenTPS)
+	}
+}
+
+// TestDraftProfileStored: the acceptance a draft has learned against its
+// target, saved beside the target, is where the next engine of the same
+// pair starts; another draft does not start from it.
+func TestDraftProfileStored(t *testing.T) {
+	e, path := synthEngine(t)
+	draft := writeDraft(t, path, 2)
+	if err := e.LoadDraft(draft); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.DraftProfileNote, "none stored") {
+		t.Fatalf("fresh pair: note %q", e.DraftProfileNote)
+	}
+	req := Request{Prompt: "Once upon a time", MaxTokens: 24, IgnoreEOS: true, Sampling: sample.Params{Temp: 0},
+		Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}}
+	if _, err := e.Generate(context.Background(), req, func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	learned := e.DraftRanks.Profile()
+	if learned.Nodes() == 0 {
+		t.Fatal("nothing learned from a speculative run")
+	}
+	if _, err := e.SaveDraftProfile(); err != nil {
+		t.Fatal(err)
+	}
+
+	e2, err := Load(path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	if err := e2.LoadDraft(draft); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(e2.DraftProfileNote, "stored") {
+		t.Fatalf("same pair: note %q", e2.DraftProfileNote)
+	}
+	got := e2.DraftRanks.Profile()
+	learned.Draft = ""
+	if got != learned {
+		t.Fatalf("the next engine starts from\n%+v\nnot what was saved\n%+v", got, learned)
+	}
+	// Another draft (three layers, not two) starts from nothing.
+	if err := e2.LoadDraft(writeDraft(t, path, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if e2.DraftRanks.Profile().Nodes() != 0 || !strings.Contains(e2.DraftProfileNote, "none stored for this draft") {
+		t.Fatalf("another draft: note %q, %v nodes", e2.DraftProfileNote, e2.DraftRanks.Profile().Nodes())
 	}
 }

@@ -143,7 +143,7 @@ func printFlashRow(w io.Writer, x bench.FlashResult) {
 
 // printFlash ends the table: calibrations used, the disk, and the bars.
 func printFlash(w io.Writer, r *bench.FlashReport) {
-	fmt.Fprintf(w, "cost model: %s; pruning predictor: %s\n", r.Cost, r.Pruner)
+	fmt.Fprintf(w, "cost model: %s; pruning predictor: %s; acceptance profile: %s\n", r.Cost, r.Pruner, r.Acceptance)
 	if r.DiskNote != "" {
 		fmt.Fprintf(w, "disk: not measured (%s)\n", r.DiskNote)
 	} else {

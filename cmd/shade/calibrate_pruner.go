@@ -19,7 +19,10 @@ import (
 // The "pruner" calibration: trains Lever's verification-pruning predictor
 // from greedy speculative runs (--spec lever, pruning off) over a prompt
 // set, stores it beside the target (calib kind "pruner") and reports its
-// precision and recall of "survives verification" on held-out steps.
+// precision and recall of "survives verification" on held-out steps. The
+// same runs give the draft's acceptance profile against the target
+// (spec.RankProfile, calib kind "acceptance"), stored too: lever starts
+// from it.
 func init() {
 	var layer, tokens *int
 	var recall *float64
@@ -119,6 +122,12 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 			return err
 		}
 	}
+	// The same runs taught the drafter how often the target accepts its
+	// proposals: stored, lever starts from it instead of from nothing.
+	profile, err := e.SaveDraftProfile()
+	if err != nil {
+		return err
+	}
 	p, rep, err := spec.TrainPruner(samples, spec.TrainOptions{Layer: layer, Layers: L, Recall: recall})
 	if err != nil {
 		return fmt.Errorf("%w (from %d steps over %d prompts: more prompts or --pruner-tokens may help)", err, step, len(prompts))
@@ -134,5 +143,23 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 	fmt.Fprintf(stdout, "  nodes below the threshold %.1f%%; survivors among them %.1f%% of all survivors\n", 100*rep.PrunedShare, 100*rep.PrunedAccepted)
 	fmt.Fprintf(stdout, "weights (standardised features: lens share, log share, lens margin, lens top, log draft prob, depth): %.3f, bias %.3f\n", p.Weights, p.Bias)
 	fmt.Fprintf(stdout, "saved to %s\n", path)
+	pr := e.DraftRanks.Profile()
+	fmt.Fprintf(stdout, "acceptance profile of the draft (%.0f verified nodes, first-ranked %.2f accepted, others %.2f) saved to %s\n",
+		pr.Nodes(), ratio(pr.Accepted[0], pr.Drafted[0]), ratio(sum(pr.Accepted[1:]), sum(pr.Drafted[1:])), profile)
 	return nil
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
 }

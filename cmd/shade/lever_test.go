@@ -47,7 +47,7 @@ func TestCalibrateRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("calibrate --pruner: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"precision", "recall", "held out", "saved to"} {
+	for _, want := range []string{"precision", "recall", "held out", "saved to", "acceptance profile of the draft"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("calibrate --pruner output lacks %q: %q", want, out)
 		}
@@ -60,7 +60,12 @@ func TestCalibrateRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --spec lever: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "cost model stored") || !strings.Contains(errOut, "pruning predictor: stored") || !strings.Contains(errOut, "lever: tree") {
+	var prof spec.RankProfile
+	if ok, err := calib.Load(model, engine.CalibAcceptance, &prof); !ok || err != nil || prof.Validate() != nil || prof.Nodes() == 0 || prof.Draft == "" {
+		t.Fatalf("stored acceptance profile: %v %v %+v", ok, err, prof)
+	}
+	if !strings.Contains(errOut, "cost model stored") || !strings.Contains(errOut, "pruning predictor: stored") ||
+		!strings.Contains(errOut, "acceptance profile: stored") || !strings.Contains(errOut, "lever: tree") {
 		t.Errorf("run --spec lever stderr %q", errOut)
 	}
 }
