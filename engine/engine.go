@@ -49,10 +49,10 @@ type Engine struct {
 	// DraftRanks started from a stored acceptance profile.
 	DraftPath        string
 	DraftProfileNote string
-	leverMu    sync.Mutex
-	lever      *LeverSetup
-	budget     int64
-	budgetOpts weights.Options
+	leverMu          sync.Mutex
+	lever            *LeverSetup
+	budget           int64
+	budgetOpts       weights.Options
 	// prePool is the worker pool lever's pre-drafts run on beside the
 	// target's pool (made on first use).
 	prePool *par.Pool
