@@ -61,6 +61,9 @@ type ModelDrafter struct {
 	modelTime time.Duration
 	passRows  []int // rows of each of those passes (the catch-up first)
 	heap      candHeap
+	// lastRate is the expected tokens per second of the last gain-cost
+	// tree (DraftGainCost).
+	lastRate float64
 
 	// gov, when set, is asked after every draft layer whether to stop.
 	gov       Governor
@@ -282,7 +285,7 @@ func (d *ModelDrafter) addNode(t *Tree, c cand) int32 {
 	}
 	d.nodeRaw = append(d.nodeRaw, raw)
 	d.nodeDepth = append(d.nodeDepth, depth)
-	d.nodeGain = append(d.nodeGain, raw*d.ranks.depthFactor(depth))
+	d.nodeGain = append(d.nodeGain, raw*d.ranks.pathFactor(depth, c.rank))
 	d.fed = append(d.fed, false)
 	d.nodeRow = append(d.nodeRow, -1)
 	for len(d.shadows) < t.Len()+1 {
@@ -417,8 +420,21 @@ type RankStats struct {
 
 const maxDepthStats = 64
 
-// depthFactor is observed ÷ estimated acceptance of nodes at a depth
-// (1 before any observation). A depth with too little evidence of its own
+// pathFactor is the depth correction of a node's estimated path
+// acceptance: a first-ranked node takes its own depth's; any other takes
+// its parent's (the path down to the parent is what the correction knows
+// of: the draft's other choices are accepted about as their calibration
+// says, and inflating them with the first-ranked chains' factor would
+// grow wide trees of unlikely siblings).
+func (st *RankStats) pathFactor(depth, rank int) float64 {
+	if rank > 0 {
+		depth--
+	}
+	return st.depthFactor(depth)
+}
+
+// depthFactor is observed ÷ estimated acceptance of first-ranked nodes at
+// a depth (1 before any observation). A depth with too little evidence of its own
 // (less than one node's worth of estimated acceptance) takes the factor of
 // the deepest depth above it that has it: trees have not grown there yet,
 // and a neutral factor would make them stop at the depth they have reached
@@ -525,7 +541,10 @@ func (d *ModelDrafter) observe(t *Tree, path []int32) {
 		st.depthPred[i] *= 0.98
 		st.depthAcc[i] *= 0.98
 	}
-	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRaw); n++ {
+	for n := int32(0); int(n) < t.Len() && int(n) < len(d.nodeRaw) && int(n) < len(d.nodeRanks); n++ {
+		if d.nodeRanks[n] != 0 {
+			continue // the depth correction is of first-ranked chains (pathFactor)
+		}
 		dp := min(d.nodeDepth[n], maxDepthStats-1)
 		st.depthPred[dp] += d.nodeRaw[n]
 		if kept[n] {

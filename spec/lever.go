@@ -30,6 +30,10 @@ type GainCost struct {
 	FreeDraft float64
 }
 
+// anticipate is how much of the last tree's rate a node must reach to
+// enter the next tree (DraftGainCost): most of it, since step rates vary.
+const anticipate = 0.8
+
 // maxGainCostDepth bounds how deep a gain-cost tree may grow.
 const maxGainCostDepth = 32
 
@@ -80,6 +84,13 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	total := draftCost(0, drafting, 1) + base // T
 	eps := max(1e-3*base, 1e-7)               // book-keeping per row, so free rows are not infinitely attractive
 	rate := func() float64 { return expect / total }
+	// A node is worth its cost if it does not lower the rate the finished
+	// tree will have. Early in growth the tree's rate so far is low (one
+	// token over a whole verify pass), and nodes it lets in stay: cheap
+	// rows of unlikely siblings that crowd out deeper nodes. So the bar is
+	// also most of the rate the last tree reached.
+	bar := func() float64 { return max(rate(), anticipate*d.lastRate) }
+	defer func() { d.lastRate = rate() }()
 	rowCost := func(rows int) float64 { return max(cm.VerifyRows(rows+1)-cm.VerifyRows(rows), g.RowFloor) + eps }
 
 	d.heap = d.heap[:0]
@@ -99,7 +110,7 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 		for d.heap.Len() > 0 && t.Len() < g.MaxNodes {
 			c := d.heap[0]
 			dc := rowCost(t.Len() + 1)
-			if c.score/dc < rate() {
+			if c.score/dc < bar() {
 				break
 			}
 			heap.Pop(&d.heap)
@@ -145,7 +156,7 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 			}
 			dCost := draftCost(drafting+pass, dDraft, rows+2)
 			gain := childGain(n)
-			if gain/(dCost+rowCost(rows+1)) < rate() {
+			if gain/(dCost+rowCost(rows+1)) < bar() {
 				break
 			}
 			pass += dDraft
@@ -187,12 +198,11 @@ func (d *ModelDrafter) pushChildren(p int32, logits []float32, width int) {
 	if p >= 0 {
 		parentRaw, depth = d.nodeRaw[p], d.nodeDepth[p]+1
 	}
-	parentGain := parentRaw * d.ranks.depthFactor(depth)
 	if len(d.cands) > 0 && d.cands[0].order == 0 {
 		d.ranks.noteTop(d.cands[0].prob)
 	}
 	for _, c := range d.cands {
-		c.score = parentGain * d.ranks.accept(c.prob, c.rank)
+		c.score = parentRaw * d.ranks.pathFactor(depth, c.rank) * d.ranks.accept(c.prob, c.rank)
 		heap.Push(&d.heap, c)
 	}
 }
