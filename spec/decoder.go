@@ -79,11 +79,11 @@ type Config struct {
 	NoLazyHead   bool // logits for every row of the verify pass, in one head pass
 	NoBatchDraft bool // expand one frontier node per draft pass
 	// PreDraft turns on pre-drafting (an experiment, off by default: on
-	// this project's 2-core machine it slowed lever down): with layers
+	// this project's 2-core machine it does not pay): with layers
 	// streamed, greedy decoding and gain-cost trees, lever mode drafts the
 	// next step's tree on a second drafter while the target verifies the
-	// current one (see preDraft), and uses it when verification accepts
-	// the main path and then the draft's next token.
+	// current one (see preDraft), and uses it, run out if need be, when
+	// verification accepts the main path and then the draft's next token.
 	PreDraft bool
 	// PreDraftPool is the worker pool pre-drafts run on, beside the
 	// target's (nil: the pre-drafting goroutine alone). TargetIdle, if
