@@ -28,7 +28,7 @@ func init() {
 	var recall *float64
 	calibrators = append(calibrators, calibrator{
 		name:    "pruner",
-		summary: "train the verification-pruning predictor of --spec lever (needs --draft)",
+		summary: "train the verification-pruning predictor of --spec lever and store the pair's acceptance profile (needs --draft)",
 		flags: func(fs flagSet) func() error {
 			layer = fs.Int("prune-layer", 0, "target layers run before pruning (pruner; 0: 60% of the target's depth)")
 			tokens = fs.Int("pruner-tokens", 128, "tokens generated per prompt while collecting training nodes (pruner)")
