@@ -1,7 +1,8 @@
 // Package calib owns the per-device measurements shade keeps beside a model
-// file: the cost model, the verification-pruning predictor, the contention
-// baselines and controller gains. Each kind lives in its own JSON file next
-// to the model (MODEL.gguf.shade-KIND.json), and every entry is keyed by the
+// file: the cost model, the verification-pruning predictor, a draft's
+// acceptance profile, the contention baselines and controller gains. Each
+// kind lives in its own JSON file next to the model
+// (MODEL.gguf.shade-KIND.json), and every entry is keyed by the
 // model file (its size and a hash of its first bytes), the CPU (model name
 // and usable cores) and the kernels shade computes with there, so a copied
 // model, another machine or faster kernels never silently use a stale
