@@ -614,7 +614,7 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 // gainCost is the configuration of a gain-cost draft with room for at most
 // room nodes.
 func (d *Decoder) gainCost(room int) GainCost {
-	return GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor()}
+	return GainCost{Cost: d.lv.cost, MaxNodes: min(d.cfg.MaxNodes, room), Unbatched: d.cfg.NoBatchDraft, PerNode: d.lv.perNode, RowFloor: d.lv.rowFloor(), TileSteps: d.lv.tileSteps()}
 }
 
 // makeDraft fills d.tree according to the mode.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"shade/cost"
+	"shade/quant"
 )
 
 // GainCost configures gain-cost drafting (DraftGainCost).
@@ -24,6 +25,12 @@ type GainCost struct {
 	// (the slope of verify time against rows): reads and compute overlap
 	// less than the cost model's "the longer of the two" assumes.
 	RowFloor float64
+	// TileSteps[k], when set, is how much longer verify passes were
+	// observed to take with k+2 kernel tiles of rows than with k+1 (the
+	// row that starts a tile pays it): the cost model's own estimate of
+	// that step is a floor, since compute beside streaming reads is
+	// slower than it was measured alone.
+	TileSteps []float64
 	// FreeDraft is drafting time that costs the step nothing, in seconds:
 	// a pre-draft runs beside a verify pass while it waits for storage.
 	// Beyond it drafting costs its time (and hides no reads).
@@ -91,7 +98,13 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	// also most of the rate the last tree reached.
 	bar := func() float64 { return max(rate(), anticipate*d.lastRate) }
 	defer func() { d.lastRate = rate() }()
-	rowCost := func(rows int) float64 { return max(cm.VerifyRows(rows+1)-cm.VerifyRows(rows), g.RowFloor) + eps }
+	rowCost := func(rows int) float64 {
+		c := max(cm.VerifyRows(rows+1)-cm.VerifyRows(rows), g.RowFloor)
+		if k := rows/quant.TileRows - 1; rows%quant.TileRows == 0 && k >= 0 && k < len(g.TileSteps) {
+			c = max(c, g.TileSteps[k])
+		}
+		return c + eps
+	}
 
 	d.heap = d.heap[:0]
 	d.noteShadows(-1, d.logits[:vocab], g.Width)

@@ -289,3 +289,27 @@ func TestDepthFactorCarriesDown(t *testing.T) {
 		t.Errorf("depth 8 between: factor %v, want depth 6's %v", f, want)
 	}
 }
+
+// TestTileSteps: verify passes timed by how many kernel tiles their rows
+// took give what one more tile costs, once both sizes were seen.
+func TestTileSteps(t *testing.T) {
+	var lv leverState
+	if steps := lv.tileSteps(); steps[0] != 0 {
+		t.Fatalf("nothing seen: steps %v", steps)
+	}
+	for range 3 {
+		lv.noteTiles(9, 0.7)  // one tile
+		lv.noteTiles(16, 0.7) // one tile, full
+		lv.noteTiles(17, 1.0) // two tiles
+	}
+	steps := lv.tileSteps()
+	if math.Abs(steps[0]-0.3) > 1e-9 || steps[1] != 0 {
+		t.Fatalf("steps %v, want [0.3 0 …]", steps)
+	}
+	// A GainCost given them charges the row that starts the second tile
+	// at least that much.
+	lv.noteTiles(1000, 5) // beyond the tiles kept: ignored
+	if got := lv.tileSteps(); math.Abs(got[0]-0.3) > 1e-9 {
+		t.Fatalf("an oversized pass moved the steps: %v", got)
+	}
+}

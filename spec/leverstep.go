@@ -8,6 +8,7 @@ import (
 
 	"shade/cost"
 	"shade/model"
+	"shade/quant"
 )
 
 // leverState is what a Decoder in Lever mode keeps between the stages of a
@@ -43,6 +44,10 @@ type leverState struct {
 	// Decayed sums of verify passes' rows and times: their slope is the
 	// observed cost of a verify row.
 	sn, sx, sy, sxx, sxy float64
+	// Decayed counts and time sums of verify passes by how many kernel
+	// tiles their rows took (index k: k+1 tiles): what one more tile
+	// actually costs (tileSteps).
+	tileN, tileT [maxTiles]float64
 	// predrafted: the step's tree was drafted during the previous step's
 	// verification (its draft time is not the step's).
 	predrafted bool
@@ -58,7 +63,11 @@ type LeverLearned struct {
 	computeScale, draftScale float64
 	perNode                  float64
 	rows                     [5]float64 // the verify rows/time sums
+	tileN, tileT             [maxTiles]float64
 }
+
+// maxTiles is how many kernel tiles of verify rows Lever keeps timings of.
+const maxTiles = 4
 
 func (l *LeverLearned) load(lv *leverState) {
 	if l == nil {
@@ -76,6 +85,7 @@ func (l *LeverLearned) load(lv *leverState) {
 	}
 	lv.perNode = l.perNode
 	lv.sn, lv.sx, lv.sy, lv.sxx, lv.sxy = l.rows[0], l.rows[1], l.rows[2], l.rows[3], l.rows[4]
+	lv.tileN, lv.tileT = l.tileN, l.tileT
 }
 
 func (l *LeverLearned) store(lv *leverState) {
@@ -89,6 +99,7 @@ func (l *LeverLearned) store(lv *leverState) {
 	}
 	l.perNode = lv.perNode
 	l.rows = [5]float64{lv.sn, lv.sx, lv.sy, lv.sxx, lv.sxy}
+	l.tileN, l.tileT = lv.tileN, lv.tileT
 }
 
 // learnScales fits the cost model's compute and draft scales to the step
@@ -114,6 +125,7 @@ func (lv *leverState) learnScales(d *Decoder) {
 	if d.draft != nil && !lv.predrafted {
 		took += c.Overlap(d.draft.modelTime.Seconds(), lv.verifyRows)
 	}
+	lv.noteTiles(lv.verifyRows, took)
 	if s, ok := c.FitComputeScale(lv.verifyRows, lv.verifyKept, pruneAt, took); ok {
 		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*s
 	}
@@ -494,6 +506,38 @@ func (lv *leverState) afterStep(d *Decoder, path []int32, bonus int32) {
 		lv.samples = append(lv.samples, PruneSample{Step: d.stats.Steps, Features: lv.feats[i], Accepted: onPath[i]})
 	}
 	d.cfg.PruneTrace(lv.samples)
+}
+
+// noteTiles records a verify pass of rows rows that took `took` seconds
+// (its reads hidden by drafting added back) under the number of kernel
+// tiles its rows took.
+func (lv *leverState) noteTiles(rows int, took float64) {
+	k := (rows+quant.TileRows-1)/quant.TileRows - 1
+	if k < 0 || k >= maxTiles {
+		return
+	}
+	const keep = 0.9
+	for i := range lv.tileN {
+		lv.tileN[i] *= keep
+		lv.tileT[i] *= keep
+	}
+	lv.tileN[k]++
+	lv.tileT[k] += took
+}
+
+// tileSteps is, per number of tiles k+1, what a verify pass has been
+// observed to take more with one tile more (0 where not seen enough of
+// both to tell).
+func (lv *leverState) tileSteps() []float64 {
+	var out []float64
+	for k := 0; k+1 < maxTiles; k++ {
+		step := 0.0
+		if lv.tileN[k] >= 1 && lv.tileN[k+1] >= 1 {
+			step = max(0, lv.tileT[k+1]/lv.tileN[k+1]-lv.tileT[k]/lv.tileN[k])
+		}
+		out = append(out, step)
+	}
+	return out
 }
 
 // rowFloor is the observed slope of verify time against rows (0 until the
