@@ -306,9 +306,8 @@ func TestTileSteps(t *testing.T) {
 	if math.Abs(steps[0]-0.3) > 1e-9 || steps[1] != 0 {
 		t.Fatalf("steps %v, want [0.3 0 …]", steps)
 	}
-	// A GainCost given them charges the row that starts the second tile
-	// at least that much.
-	lv.noteTiles(1000, 5) // beyond the tiles kept: ignored
+	// A pass of more tiles than are kept is not counted.
+	lv.noteTiles(1000, 5)
 	if got := lv.tileSteps(); math.Abs(got[0]-0.3) > 1e-9 {
 		t.Fatalf("an oversized pass moved the steps: %v", got)
 	}
