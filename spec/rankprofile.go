@@ -43,6 +43,24 @@ func (p RankProfile) Nodes() float64 {
 	return n
 }
 
+// Acceptance is the share of the draft's first-ranked proposals the target
+// accepted, and the share of its other proposals (each 0 where none were
+// drafted).
+func (p RankProfile) Acceptance() (first, others float64) {
+	if p.Drafted[0] > 0 {
+		first = p.Accepted[0] / p.Drafted[0]
+	}
+	var drafted, accepted float64
+	for i := 1; i < len(p.Drafted); i++ {
+		drafted += p.Drafted[i]
+		accepted += p.Accepted[i]
+	}
+	if drafted > 0 {
+		others = accepted / drafted
+	}
+	return first, others
+}
+
 // Validate checks that a profile (read from a file, say) is usable: every
 // count finite, non-negative, and no more accepted than drafted.
 func (p *RankProfile) Validate() error {

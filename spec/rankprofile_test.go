@@ -16,6 +16,12 @@ func TestRankProfileRoundTrip(t *testing.T) {
 	if p.Nodes() != 16 {
 		t.Fatalf("Nodes() = %v, want 16", p.Nodes())
 	}
+	if first, others := p.Acceptance(); first != 0.8 || math.Abs(others-1.0/6) > 1e-12 {
+		t.Fatalf("Acceptance() = %v, %v, want 0.8, 1/6", first, others)
+	}
+	if first, others := (RankProfile{}).Acceptance(); first != 0 || others != 0 {
+		t.Fatalf("empty profile: Acceptance() = %v, %v", first, others)
+	}
 	var fresh RankStats
 	if err := fresh.SetProfile(p); err != nil {
 		t.Fatal(err)

@@ -144,22 +144,8 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 	fmt.Fprintf(stdout, "weights (standardised features: lens share, log share, lens margin, lens top, log draft prob, depth): %.3f, bias %.3f\n", p.Weights, p.Bias)
 	fmt.Fprintf(stdout, "saved to %s\n", path)
 	pr := e.DraftRanks.Profile()
+	first, others := pr.Acceptance()
 	fmt.Fprintf(stdout, "acceptance profile of the draft (%.0f verified nodes, first-ranked %.2f accepted, others %.2f) saved to %s\n",
-		pr.Nodes(), ratio(pr.Accepted[0], pr.Drafted[0]), ratio(sum(pr.Accepted[1:]), sum(pr.Drafted[1:])), profile)
+		pr.Nodes(), first, others, profile)
 	return nil
-}
-
-func sum(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s
-}
-
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a / b
 }
