@@ -20,6 +20,13 @@ import (
 	"shade/quant"
 )
 
+// panelsInUse is quant.PanelsInUse; tests of the file's handling replace it
+// on CPUs without panel kernels.
+var panelsInUse = quant.PanelsInUse
+
+// statfs is unix.Statfs; tests replace it to fake a full disk.
+var statfs = unix.Statfs
+
 // Install gives the repackable matrices mats of model file f (views of its
 // mapped data, as model.LoadWeights makes them) the row panels they compute
 // on, as o says: mapped from the model's cache file (built first on a
@@ -39,7 +46,7 @@ func Install(p *par.Pool, f *gguf.File, mats []quant.Matrix, o Options) Result {
 			total += int64(m.PanelBytes())
 		}
 	}
-	if o.Mode == Off || !quant.PanelsInUse() || len(todo) == 0 {
+	if o.Mode == Off || !panelsInUse() || len(todo) == 0 {
 		return Result{Source: SourceNone, Seconds: since(t0)}
 	}
 	minBytes := o.MinBytes
@@ -269,7 +276,7 @@ func verify(p *par.Pool, mp *mapping, h *header, want map[int]quant.Matrix) erro
 			a := pc.e.off + int64(pc.k)*int64(pc.e.piece)
 			b := mp.b[a:min(a+int64(pc.e.piece), pc.e.off+pc.e.size)]
 			if l, h := pageRange(mp.b, b, true); h > l {
-				_ = unix.Madvise(mp.b[l:h], unix.MADV_POPULATE_READ) // best effort: one call, not a fault a page
+				populate(mp.b[l:h]) // one call, not a fault a page
 			}
 			*pc.sum = crc32.Checksum(b, castagnoli)
 		}
@@ -345,7 +352,7 @@ func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors [
 	}
 	h.total = off
 	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil {
+	if err := statfs(dir, &st); err == nil {
 		if free := int64(st.Bavail) * int64(st.Bsize); free-h.total < reserveFree(&st) {
 			return nil, nil, fmt.Errorf("%s needs %s, %s free on its file system (and %s kept free)",
 				path, human(h.total), human(free), human(reserveFree(&st)))
@@ -362,8 +369,7 @@ func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors [
 			os.Remove(tmp.Name())
 		}
 	}()
-	// Claim the blocks now: a full disk fails here, not halfway.
-	if err := unix.Fallocate(int(tmp.Fd()), 0, 0, h.total); errors.Is(err, syscall.ENOSPC) {
+	if err := reserve(tmp.Fd(), h.total); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for k := range h.entries {
@@ -403,12 +409,4 @@ func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors [
 		return nil, nil, err
 	}
 	return mp, h2, nil
-}
-
-// inode is st's inode number, or 0 where there is none.
-func inode(st os.FileInfo) uint64 {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return uint64(s.Ino)
-	}
-	return 0
 }

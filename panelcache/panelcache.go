@@ -8,9 +8,9 @@
 // memory at every start and computing in the file's layout.
 //
 // A cache file belongs to one model file, named after its path, and is
-// keyed to its identity (size, modification time, inode, a hash of the GGUF
-// header and tensor table and of samples of every panel tensor) and to the
-// panel layout version: a file whose key differs is rebuilt, never used.
+// keyed to its identity (size, modification and status-change times, inode,
+// a hash of the GGUF header and tensor table and of samples of every panel
+// tensor) and to the panel layout version: a file whose key differs is rebuilt, never used.
 // Any problem (no space, an unwritable directory, a corrupt or truncated
 // file) makes Install report a warning and leave the matrices to be
 // repacked in memory; it never fails a load.
@@ -285,7 +285,9 @@ func modelKey(f *gguf.File, tensors []int) ([32]byte, error) {
 	b = binary.LittleEndian.AppendUint32(b, quant.PanelLayout)
 	b = binary.LittleEndian.AppendUint64(b, uint64(st.Size()))
 	b = binary.LittleEndian.AppendUint64(b, uint64(st.ModTime().UnixNano()))
-	b = binary.LittleEndian.AppendUint64(b, inode(st))
+	ino, ctime := inode(st)
+	b = binary.LittleEndian.AppendUint64(b, ino)
+	b = binary.LittleEndian.AppendUint64(b, uint64(ctime))
 	h.Write(b)
 	data := f.Bytes()
 	h.Write(data[:min(f.DataOffset, uint64(len(data)))]) // header, metadata, tensor table
