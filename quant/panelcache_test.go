@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"shade/gguf"
+	"shade/model"
 	"shade/panelcache"
 	"shade/par"
 	"shade/quant"
@@ -396,5 +397,69 @@ func TestPanelCacheConcurrent(t *testing.T) {
 	}
 	if built != 1 {
 		t.Errorf("%d loads built the cache, want 1: %v", built, fmt.Sprint(res))
+	}
+}
+
+// TestModelPanelCache loads a conformance model through model.Open and
+// Model.Repack in each mode: the logits are the file layout's bit for bit,
+// the second cached load is a hit, PanelStats says so, and Close unmaps
+// the cache file.
+func TestModelPanelCache(t *testing.T) {
+	path := "../../shared/testdata/conformance/llama3-tiny-q4_0.gguf"
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s: %v", path, err)
+	}
+	quant.UseTestPanelKernel(t)
+	dir := t.TempDir()
+	logits := func(o panelcache.Options) ([]float32, panelcache.Result) {
+		m, err := model.Open(path, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Panels = &o
+		n := m.Repack()
+		r := m.PanelStats()
+		if n != r.Bytes || (n > 0) != (o.Mode != panelcache.Off) {
+			t.Fatalf("%v: Repack %d bytes, stats %+v", o.Mode, n, r)
+		}
+		s, err := m.NewState(16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float32
+		for _, tok := range []int32{1, 450, 4996} {
+			row := make([]float32, m.Config.Vocab)
+			if err := s.Forward(model.Chain([]int32{tok})); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Logits([]int{0}, row); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CommitAll(); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, row...)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r.Path != "" && mapped(t, r.Path) {
+			t.Fatalf("%s mapped after Close", r.Path)
+		}
+		return out, r
+	}
+	want, r := logits(panelcache.Options{Mode: panelcache.Off})
+	wantSource(t, r, panelcache.SourceNone, false)
+	for _, tc := range []struct {
+		mode panelcache.Mode
+		want panelcache.Source
+	}{{panelcache.Memory, panelcache.SourceMemory}, {panelcache.Cache, panelcache.SourceBuilt}, {panelcache.Cache, panelcache.SourceHit}} {
+		got, r := logits(panelcache.Options{Mode: tc.mode, Dir: dir, MinBytes: -1})
+		wantSource(t, r, tc.want, false)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v (%s): logit %d is %v, %v in the file's layout", tc.mode, r.Source, i, got[i], want[i])
+			}
+		}
 	}
 }
