@@ -14,6 +14,8 @@ import (
 
 	"shade/chat"
 	"shade/engine"
+	"shade/model"
+	"shade/panelcache"
 	"shade/sample"
 	"shade/spec"
 )
@@ -27,6 +29,15 @@ type Options struct {
 	Spec     string
 	DraftMax int // most tokens drafted per step (default 8)
 	Ctx      int // context size in tokens (default: the model's, at most 4096)
+	// Panels is where Q4_0 and Q8_0 weights repacked into row panels live
+	// (on CPUs with panel kernels): "cache" (default) maps them from a
+	// panel cache file built on the first start, "memory" repacks them at
+	// every start into anonymous memory, "off" computes in the file's
+	// layout. See docs/panels.md.
+	Panels string
+	// PanelCacheDir is the panel cache's directory (default:
+	// panelcache.DefaultDir, ~/.cache/shade/panels).
+	PanelCacheDir string
 }
 
 // Model is a loaded model. Its methods may be called from several
@@ -57,6 +68,16 @@ func Open(path string, opt *Options) (*Model, error) {
 			return nil, fmt.Errorf("shade: %w", err)
 		}
 	}
+	panels := model.DefaultPanels
+	if opt.Panels != "" {
+		var err error
+		if panels.Mode, err = panelcache.ParseMode(opt.Panels); err != nil {
+			return nil, fmt.Errorf("shade: %w", err)
+		}
+	}
+	if opt.PanelCacheDir != "" {
+		panels.Dir = opt.PanelCacheDir
+	}
 	if (mode == spec.Chain || mode == spec.TreeM) && opt.Draft == "" {
 		return nil, fmt.Errorf("shade: speculative mode %v needs a draft model (Options.Draft)", mode)
 	}
@@ -70,6 +91,7 @@ func Open(path string, opt *Options) (*Model, error) {
 			return nil, err
 		}
 	}
+	e.Panels = &panels
 	e.Repack()
 	tmpl, _ := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
 	return &Model{e: e, tmpl: tmpl, spec: spec.Config{Mode: mode, DraftMax: opt.DraftMax}, ctx: e.ContextSize(opt.Ctx)}, nil

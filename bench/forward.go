@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"shade/model"
+	"shade/panelcache"
 	"shade/quant"
 	"shade/weights"
 )
@@ -66,6 +67,9 @@ type Report struct {
 	RepackSeconds float64         `json:"repack_seconds"`
 	Forward       []ForwardResult `json:"forward"`
 	Stream        *StreamReport   `json:"stream,omitempty"`
+
+	// Panels says where the repacked panels came from (panelcache).
+	Panels panelcache.Result `json:"panels"`
 }
 
 func (o *Options) defaults() {
@@ -108,6 +112,7 @@ func Run(m *model.Model, o Options) (Report, error) {
 	t0 := time.Now()
 	r.RepackBytes = m.Repack()
 	r.RepackSeconds = time.Since(t0).Seconds()
+	r.Panels = m.PanelStats()
 	maxBatch := 1
 	for _, b := range o.Batches {
 		if b < 1 {

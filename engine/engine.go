@@ -15,6 +15,7 @@ import (
 
 	"shade/gguf"
 	"shade/model"
+	"shade/panelcache"
 	"shade/par"
 	"shade/sample"
 	"shade/spec"
@@ -39,6 +40,9 @@ type Engine struct {
 	Stream *weights.Streamer
 	// DRAMPlan is the plan of the last SetDRAMBudget; nil without one.
 	DRAMPlan *weights.Plan
+	// Panels, when not nil, says where Repack puts the row panels of the
+	// target and the draft (nil: model.DefaultPanels).
+	Panels *panelcache.Options
 
 	estMu          sync.Mutex
 	ngramEstimates *spec.Estimates
@@ -84,8 +88,14 @@ func Load(path string, threads int) (*Engine, error) {
 // copies. It returns the bytes repacked.
 func (e *Engine) Repack() int64 {
 	t0 := time.Now()
+	if e.Panels != nil {
+		e.Model.Panels = e.Panels
+	}
 	n := e.Model.Repack()
 	if e.Draft != nil {
+		if e.Panels != nil {
+			e.Draft.Panels = e.Panels
+		}
 		n += e.Draft.Repack()
 	}
 	e.LoadTime += time.Since(t0)

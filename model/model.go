@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"shade/gguf"
+	"shade/panelcache"
 	"shade/par"
 	"shade/quant"
 )
@@ -16,7 +17,17 @@ type Model struct {
 	Weights *Weights
 	File    *gguf.File
 	Pool    *par.Pool
+	// Panels says where Repack puts the row panels (nil: DefaultPanels).
+	Panels *panelcache.Options
+
+	panels panelcache.Result // of the last Repack that did something
 }
+
+// DefaultPanels is where the row panels of a Model with no Panels of its
+// own live: a panel cache file in panelcache.DefaultDir (docs/panels.md
+// says why). The command line sets it from --panels; set it before
+// loading, not while models repack.
+var DefaultPanels = panelcache.Options{Mode: panelcache.Cache}
 
 // Open maps a GGUF file and loads the model in it. threads ≤ 0 uses every CPU.
 func Open(path string, threads int) (*Model, error) {
@@ -58,18 +69,57 @@ func (m *Model) Close() error {
 // that compute on them (quant.Repackable) and stay in memory: the embedding,
 // the head and the resident layers (all of them, unless the layer source is
 // a ResidentLayers that streams some; another source's layers are left to
-// their first use). Otherwise each matrix is repacked at its first use, so
-// the first pass pays for all of it. Call it once the model's layers are
-// placed: a layer repacked and then streamed drops its copy, so repacking
-// it first costs only time. It returns the bytes repacked.
+// their first use). Where they live is m.Panels' choice: mapped from a
+// panel cache file (built on the first start), repacked into memory, or
+// nowhere (off: the model computes in the file's layout for good; a cache
+// problem falls back to memory, see PanelStats). Otherwise each matrix is
+// repacked in memory at its first use, so the first pass pays for all of
+// it. Call it once the model's layers are placed: a layer repacked and
+// then streamed drops its copy, so repacking it first costs only time. It
+// returns the bytes of panels it put in place.
 func (m *Model) Repack() int64 {
-	var n int64
-	each(m, func(q quant.Matrix) { // a tied head is the embedding, counted once
-		if !q.Repacked() && q.Repack(m.Pool) {
-			n += int64(len(q.Data))
+	o := DefaultPanels
+	if m.Panels != nil {
+		o = *m.Panels
+	}
+	if o.Mode == panelcache.Off {
+		m.noPanels()
+		return 0
+	}
+	var mats []quant.Matrix
+	each(m, func(q quant.Matrix) { mats = append(mats, q) })
+	r := panelcache.Install(m.Pool, m.File, mats, o)
+	if r.Source != panelcache.SourceNone || m.panels.Source == "" {
+		m.panels = r
+	}
+	return r.Bytes
+}
+
+// PanelStats says where the last Repack that put panels in place took
+// them from, and how long that took (Source "none" when nothing was
+// repacked: off, or no panel kernels on this CPU).
+func (m *Model) PanelStats() panelcache.Result {
+	if m.panels.Source == "" {
+		return panelcache.Result{Source: panelcache.SourceNone}
+	}
+	return m.panels
+}
+
+// noPanels makes every matrix Repack covers compute in the file's layout
+// from now on, dropping panels it has.
+func (m *Model) noPanels() {
+	w := m.Weights
+	w.Embed = w.Embed.WithoutPanels()
+	w.Output = w.Output.WithoutPanels()
+	if src, ok := w.Layers.(ResidentLayers); ok {
+		for i := range m.Config.Layers {
+			if l, ok := src.ResidentLayer(i); ok {
+				for _, lm := range l.Matrices() {
+					*lm.M = lm.M.WithoutPanels()
+				}
+			}
 		}
-	})
-	return n
+	}
 }
 
 // DropPanels frees the row panels of the matrices Repack covers, at once

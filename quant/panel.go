@@ -2,6 +2,9 @@ package quant
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -34,6 +37,11 @@ import (
 
 // panelRows is the height of a panel: one gemm tile.
 const panelRows = gemmRows
+
+// PanelLayout is the version of the panel byte order above. A panel cache
+// file (package panelcache) records it and is rebuilt when it changes:
+// increment it with any change to packPanel.
+const PanelLayout = 1
 
 // repackOn says whether MatMul repacks (and computes on panels); see
 // UseRepack.
@@ -106,6 +114,112 @@ func (m Matrix) DropPanels() {
 	if pb := m.pk.panels.Swap(nil); pb != nil {
 		pb.free()
 	}
+}
+
+// PanelsInUse reports whether repackable matrices are computed on row
+// panels: repacking is on and this CPU has panel kernels. When it is false
+// nothing is repacked, so there is nothing to build or cache.
+func PanelsInUse() bool { return k.gemmPanel != nil && repackOn.Load() }
+
+// PanelBytes is the size of m's panels (that of its Data), or 0 when m is
+// not repackable.
+func (m Matrix) PanelBytes() int {
+	if m.pk == nil {
+		return 0
+	}
+	return len(m.Data)
+}
+
+// PanelBlockBytes is the size of one panel of m (panelRows rows); panels
+// are the unit in which they can be built, and a file holding them can be
+// checked, independently.
+func (m Matrix) PanelBlockBytes() int { return panelRows * m.rowBytes() }
+
+// WritePanels builds the panels of m (Q4_0 or Q8_0, rows a whole number of
+// panels; m need not be repackable) and writes them to w at off, in pieces
+// built in parallel on p, each whole panels of at most about chunk bytes
+// (at least one panel). sum, when not nil, is called with each piece's
+// index and bytes before it is written (from several goroutines at once).
+// The destination is never mapped, so a full disk is an error from w, not
+// a fault.
+func (m Matrix) WritePanels(p *par.Pool, w io.WriterAt, off int64, chunk int, sum func(piece int, b []byte)) error {
+	if (m.Type != Q4_0 && m.Type != Q8_0) || m.Rows%panelRows != 0 {
+		return fmt.Errorf("quant: %v matrix with %d rows has no row panels", m.Type, m.Rows)
+	}
+	rb := m.rowBytes()
+	pb := panelRows * rb
+	per := max(1, chunk/pb)
+	pieces := (m.Rows/panelRows + per - 1) / per
+	var mu sync.Mutex
+	var first error
+	p.For(pieces, func(lo, hi int) {
+		buf := alignedBytes(per * pb)
+		for c := lo; c < hi; c++ {
+			q0, q1 := c*per, min((c+1)*per, m.Rows/panelRows)
+			src := m.Data[q0*pb : q1*pb]
+			prefault(src, false)
+			out := buf[:len(src)]
+			for q := q0; q < q1; q++ {
+				packPanel(m.Type, m.Data[q*pb:(q+1)*pb], rb, out[(q-q0)*pb:(q-q0+1)*pb])
+			}
+			if sum != nil {
+				sum(c, out)
+			}
+			if _, err := w.WriteAt(out, off+int64(q0*pb)); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				return
+			}
+		}
+	})
+	return first
+}
+
+// ErrPanels is wrapped by UsePanels' errors.
+var ErrPanels = errors.New("quant: panels not installed")
+
+// UsePanels makes b, which must hold m's panels exactly as WritePanels
+// builds them and start on a 64-byte boundary, the panels m computes on,
+// as if it had been repacked (its release is then given m.Data). b may be
+// read-only memory, a mapping of a cache file: free is called (once) when
+// m drops the panels (DropPanels) or they become unreachable. It fails
+// when m is not repackable, already repacked, or b does not fit; free is
+// then not called.
+func (m Matrix) UsePanels(b []byte, free func()) error {
+	switch {
+	case m.pk == nil:
+		return fmt.Errorf("%w: %v %dx%d is not repackable", ErrPanels, m.Type, m.Rows, m.Cols)
+	case len(b) != len(m.Data):
+		return fmt.Errorf("%w: %d bytes for a %d-byte matrix", ErrPanels, len(b), len(m.Data))
+	case len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64 != 0:
+		return fmt.Errorf("%w: panels not 64-byte aligned", ErrPanels)
+	}
+	m.pk.mu.Lock()
+	defer m.pk.mu.Unlock()
+	if m.pk.panels.Load() != nil {
+		return fmt.Errorf("%w: already repacked", ErrPanels)
+	}
+	var once sync.Once
+	f := func() { once.Do(free) }
+	pb := &panelBuf{b: b[:len(b):len(b)], free: f}
+	runtime.AddCleanup(pb, func(f func()) { f() }, f)
+	m.pk.panels.Store(pb)
+	if m.pk.release != nil {
+		m.pk.release(m.Data)
+	}
+	return nil
+}
+
+// WithoutPanels returns m computing in the file's layout for good: its
+// panels, if built, are dropped (for every copy of m), and it is no longer
+// repackable.
+func (m Matrix) WithoutPanels() Matrix {
+	m.DropPanels()
+	m.pk = nil
+	return m
 }
 
 // panelsFor returns m's panels for a product on p, building them on first

@@ -96,10 +96,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func printBench(w io.Writer, r *bench.Report) {
 	fmt.Fprintf(w, "model       %s (%s), %d threads, %s kernels\n", r.Model, r.Arch, r.Threads, r.Kernels)
 	fmt.Fprintf(w, "weights     %s in all, %s read per decoded token", human(uint64(r.WeightBytes)), human(uint64(r.BytesPerToken)))
-	if r.RepackBytes > 0 {
-		fmt.Fprintf(w, "; %s repacked into row panels in %.2f s", human(uint64(r.RepackBytes)), r.RepackSeconds)
-	}
 	fmt.Fprintln(w)
+	if l := panelLine(r.Panels); l != "" {
+		fmt.Fprintf(w, "panels      %s\n", l)
+	}
 	b := r.Bandwidth
 	fmt.Fprintf(w, "memory      %.1f GB/s read (%d threads × %d streams; by streams/thread:", b.GBps, b.Threads, b.StreamsPerThread)
 	for _, s := range []int{1, 2, 4, 8} {

@@ -9,6 +9,7 @@ import (
 	"shade/bench"
 	"shade/engine"
 	"shade/model"
+	"shade/panelcache"
 	"shade/quant"
 	"shade/weights"
 )
@@ -20,24 +21,45 @@ type budgetFlags struct {
 	readAhead *int
 	layout    *string
 	repack    *bool
+	panels    *string
+	panelDir  *string
+	stderr    io.Writer
 }
 
 func addBudgetFlags(fs *flag.FlagSet) *budgetFlags {
 	return &budgetFlags{
+		stderr: fs.Output(),
 		budget: fs.String("dram-budget", "", "keep at most `budget` of weights in DRAM: a percentage of the target model's weight bytes (40%) "+
 			"or a size (2GiB, 512MiB, 1.5GB, bytes). The draft, the target's embedding, head and norms and as many target layers as fit stay resident; "+
 			"the other layers are read from the model file with O_DIRECT for every forward pass (default: everything resident)"),
 		readAhead: fs.Int("read-ahead", weights.DefaultReadAhead, "with --dram-budget: streamed layers read ahead of the one computing (0: each read when needed)"),
 		layout:    fs.String("stream-layout", "spread", "with --dram-budget: which layers stream: spread (evenly among the resident ones, so reads hide behind their compute) or tail (the last ones; for comparison)"),
-		repack: fs.Bool("repack", true, "compute resident Q4_0 and Q8_0 weights repacked into row panels where the CPU has the kernels for them (AVX-512 VNNI): faster, "+
-			"same output, one copy of the weights, built at start-up (false: in the file's layout, nothing to build)"),
+		repack: fs.Bool("repack", true, "compute resident Q4_0 and Q8_0 weights repacked into row panels where the CPU has the kernels for them: faster, "+
+			"same output (false: --panels=off)"),
+		panels: fs.String("panels", "cache", "where Q4_0 and Q8_0 weights repacked into row panels live: cache (a file built on the first start, "+
+			"then mapped: page cache the OS can evict and share, no repacking later; costs their size on disk), memory (repacked at every start into "+
+			"memory the OS cannot evict without swap) or off (the file's layout: nothing to build, slower kernels)"),
+		panelDir: fs.String("panel-cache", "", "the panel cache's `directory` (default: $SHADE_PANEL_CACHE or "+
+			"$XDG_CACHE_HOME/shade/panels, ~/.cache/shade/panels)"),
 	}
 }
 
-// check validates the flags before anything is loaded, and sets whether
-// weights are repacked.
+// check validates the flags before anything is loaded, and sets where row
+// panels live (quant.UseRepack, model.DefaultPanels).
 func (b *budgetFlags) check() error {
-	quant.UseRepack(*b.repack)
+	mode, err := panelcache.ParseMode(*b.panels)
+	if err != nil {
+		return fmt.Errorf("--panels: %w", err)
+	}
+	if !*b.repack {
+		mode = panelcache.Off
+	}
+	quant.UseRepack(mode != panelcache.Off)
+	model.DefaultPanels = panelcache.Options{Mode: mode, Dir: *b.panelDir, Warn: func(s string) {
+		if b.stderr != nil {
+			fmt.Fprintf(b.stderr, "shade: warning: %s\n", s)
+		}
+	}}
 	if *b.readAhead < 0 || *b.readAhead > 64 {
 		return fmt.Errorf("--read-ahead must be in [0, 64]")
 	}
@@ -91,6 +113,28 @@ func (b *budgetFlags) applyModel(m *model.Model, stderr io.Writer) (*weights.Str
 	}
 	reportPlan(stderr, &plan)
 	return st, nil
+}
+
+// panelLine is the report of where a model's row panels came from, for
+// run --stats and bench ("" when nothing was repacked).
+func panelLine(r panelcache.Result) string {
+	if r.Source == panelcache.SourceNone {
+		return ""
+	}
+	return r.String()
+}
+
+// printPanelStats is run --stats' line on row panels (part of the load
+// time), one for the target and one for a draft.
+func printPanelStats(w io.Writer, e *engine.Engine) {
+	if l := panelLine(e.Model.PanelStats()); l != "" {
+		fmt.Fprintf(w, "shade: %s (part of the load time; --panels says where they live)\n", l)
+	}
+	if e.Draft != nil {
+		if l := panelLine(e.Draft.PanelStats()); l != "" {
+			fmt.Fprintf(w, "shade: draft: %s\n", l)
+		}
+	}
 }
 
 func reportPlan(w io.Writer, p *weights.Plan) {

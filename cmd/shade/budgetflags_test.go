@@ -1,49 +1,55 @@
 package main
 
 import (
-	"encoding/json"
+	"bytes"
+	"flag"
 	"strings"
 	"testing"
+
+	"shade/model"
+	"shade/panelcache"
+	"shade/quant"
 )
 
-func TestRunDRAMBudget(t *testing.T) {
-	model := sharedFile(t, "conformance/stories260K.gguf")
-	_, ref, _ := shade(t, "run", "-m", model, "-p", "Once upon a time", "-n", "24", "--temp", "0")
-	for _, budget := range []string{"0%", "50%", "1KiB"} {
-		code, out, errOut := shade(t, "run", "-m", model, "-p", "Once upon a time", "-n", "24", "--temp", "0", "--dram-budget", budget, "--read-ahead", "1")
-		if code != 0 {
-			t.Fatalf("--dram-budget %s: exit %d: %s", budget, code, errOut)
+// TestPanelsFlags checks how --panels, --panel-cache and --repack set where
+// row panels live, and that a bad value is refused before anything loads.
+func TestPanelsFlags(t *testing.T) {
+	saved := model.DefaultPanels
+	defer func() { model.DefaultPanels = saved; quant.UseRepack(true) }()
+	for _, tc := range []struct {
+		args   []string
+		mode   panelcache.Mode
+		dir    string
+		errMsg string
+	}{
+		{nil, panelcache.Cache, "", ""},
+		{[]string{"--panels=memory"}, panelcache.Memory, "", ""},
+		{[]string{"--panels=off"}, panelcache.Off, "", ""},
+		{[]string{"--panel-cache", "/x/y"}, panelcache.Cache, "/x/y", ""},
+		{[]string{"--repack=false"}, panelcache.Off, "", ""},
+		{[]string{"--panels=memory", "--repack=false"}, panelcache.Off, "", ""},
+		{[]string{"--panels=disk"}, 0, "", "--panels"},
+	} {
+		var stderr bytes.Buffer
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(&stderr)
+		bf := addBudgetFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
 		}
-		if out != ref {
-			t.Errorf("--dram-budget %s: output %q, resident %q", budget, out, ref)
-		}
-		for _, want := range []string{"dram budget", "layers streamed", "per generated token", "I/O wait"} {
-			if !strings.Contains(errOut, want) {
-				t.Errorf("--dram-budget %s: stderr %q lacks %q", budget, errOut, want)
+		err := bf.check()
+		if tc.errMsg != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errMsg) {
+				t.Errorf("%v: error %v, want one about %s", tc.args, err, tc.errMsg)
 			}
+			continue
 		}
-		if budget == "1KiB" && !strings.Contains(errOut, "exceeded") {
-			t.Errorf("a budget below the globals gives no warning: %q", errOut)
+		o := model.DefaultPanels
+		if err != nil || o.Mode != tc.mode || o.Dir != tc.dir || quant.PanelsInUse() && tc.mode == panelcache.Off {
+			t.Errorf("%v: %v, mode %v dir %q; want %v %q", tc.args, err, o.Mode, o.Dir, tc.mode, tc.dir)
 		}
-	}
-	code, _, errOut := shade(t, "run", "-m", model, "-p", "Once", "-n", "4", "--dram-budget", "0%", "--json")
-	var st struct {
-		Stream *struct {
-			BytesRead int64 `json:"bytes_read"`
-			Passes    int64 `json:"passes"`
-		} `json:"stream"`
-	}
-	if code != 0 || json.Unmarshal([]byte(errOut[strings.LastIndex(strings.TrimSpace(errOut), "\n")+1:]), &st) != nil || st.Stream == nil || st.Stream.BytesRead == 0 {
-		t.Errorf("--json stream stats: exit %d, %q", code, errOut)
-	}
-	code, _, errOut = shade(t, "run", "-m", model, "-p", "Once", "-n", "4", "--dram-budget", "100%")
-	if code != 0 || strings.Contains(errOut, "layers streamed") || !strings.Contains(errOut, "0 streamed") {
-		t.Errorf("100%%: exit %d, %q", code, errOut)
-	}
-	for _, bad := range [][]string{{"--dram-budget", "120%"}, {"--dram-budget", "lots"}, {"--read-ahead", "-1"}, {"--stream-layout", "zigzag"}} {
-		args := append([]string{"run", "-m", model, "-p", "Once", "-n", "2"}, bad...)
-		if code, _, errOut := shade(t, args...); code == 0 || !strings.Contains(errOut, strings.TrimPrefix(bad[0], "--")) {
-			t.Errorf("%v: exit %d, %q", bad, code, errOut)
+		if o.Warn("w"); !strings.Contains(stderr.String(), "shade: warning: w") {
+			t.Errorf("%v: warning went elsewhere: %q", tc.args, stderr.String())
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"shade/engine"
 	"shade/sample"
@@ -101,10 +100,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	// Here, once the budget has placed the layers.
-	t0 := time.Now()
-	if n := e.Repack(); n > 0 && *showStats {
-		fmt.Fprintf(stderr, "shade: %s of weights repacked into row panels in %.2f s (part of the load time; --repack=false skips it)\n",
-			human(uint64(n)), time.Since(t0).Seconds())
+	if e.Repack(); *showStats {
+		printPanelStats(stderr, e)
 	}
 
 	req := engine.Request{

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package panelcache
+
+import (
+	"os"
+	"syscall"
+)
+
+// inode is st's inode number; the status-change time is left out where
+// the stat structure names it differently (the modification time and the
+// sampled bytes still key the file).
+func inode(st os.FileInfo) (uint64, int64) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(s.Ino), 0
+	}
+	return 0, 0
+}
+
+// populate does nothing where there is no cheap way to map pages ahead.
+func populate([]byte) {}
+
+// reserve does nothing here: a full disk fails the writes.
+func reserve(uintptr, int64) error { return nil }
