@@ -13,11 +13,20 @@ import (
 // AVX-512 kernels, one half panel (8 rows) by up to avx2TileCols activation
 // rows a call.
 
-// avx2StreamKernels[t] adds avx2Streams panels far apart by one activation
-// row into y.
-var avx2StreamKernels = [2]func(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int){
-	gemmQ4_0AVX2Streams, gemmQ8_0AVX2Streams,
+// avx2StreamKernels[t][s-1] adds s panels far apart by one activation row
+// into y, prefetching pf bytes ahead in each.
+var avx2StreamKernels = [2][4]func(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int){
+	{gemmQ4_0AVX2Streams1, gemmQ4_0AVX2Streams2, gemmQ4_0AVX2Streams3, gemmQ4_0AVX2Streams4},
+	{gemmQ8_0AVX2Streams1, gemmQ8_0AVX2Streams2, gemmQ8_0AVX2Streams3, gemmQ8_0AVX2Streams4},
 }
+
+// avx2Streams is how many panels far apart the one-row kernels read at
+// once, and avx2Prefetch how many bytes ahead in each they prefetch
+// (BenchmarkPanelStreams; docs/kernels-avx2.md).
+var (
+	avx2Streams  = 4
+	avx2Prefetch = 1024
+)
 
 // typeIndex is t's index in the kernel tables (Q4_0 or Q8_0).
 func typeIndex(t Type) int {
@@ -29,16 +38,22 @@ func typeIndex(t Type) int {
 
 // avx2Tile adds gemmGo's sums over blocks [b0, b0+nb) of one panel-layout
 // tile (its block 0 at p, blocks bs bytes apart) and activation rows
-// [i0, i0+c) into y[(i-i0)*ys + r], r < 16.
-func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int) {
+// [i0, i0+c) into y[(i-i0)*ys + r], r < 16. The first kernel call
+// prefetches pf bytes ahead of each block (0: nothing); prefetches never
+// fault, so pf may point past the end of p.
+func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
 	_ = p[(nb-1)*bs+bs-1]
 	_ = y[(c-1)*ys+panelRows-1]
-	for c0 := 0; c0 < c; c0 += avx2TileCols {
-		cc := min(c-c0, avx2TileCols)
+	// As few calls as the widest kernel allows, of even widths (16 rows
+	// go 4+4+4+4 rather than 5+5+5+1): each call unpacks the weights once.
+	calls := (c + avx2TileCols - 1) / avx2TileCols
+	for c0, j := 0, 0; c0 < c; c0, j = c0+c/calls+b2i(j < c%calls), j+1 {
+		cc := c/calls + b2i(j < c%calls)
 		e := b0*a.n + i0 + c0
 		for h := 0; h < 2; h++ {
 			avx2Half(ti, cc, &p[16*h], &p[32+32*h], bs, nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
-				&y[c0*ys+8*h], ys*int(unsafe.Sizeof(float32(0))))
+				&y[c0*ys+8*h], ys*int(unsafe.Sizeof(float32(0))), pf)
+			pf = 0
 		}
 	}
 }
@@ -68,12 +83,12 @@ func gemmPanelAVX2(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y 
 	if c == 1 && a.n == 1 {
 		per := (hi - lo) / panelRows / avx2Streams * panelRows // rows of each stream
 		for r := lo; r < lo+per; r += panelRows {
-			avx2StreamKernels[ti](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4)
+			avx2StreamKernels[ti][avx2Streams-1](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4, avx2Prefetch)
 		}
 		r0 = lo + avx2Streams*per
 	}
 	for ; r0 < hi; r0 += panelRows {
-		avx2Tile(ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys)
+		avx2Tile(ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys, panelRows*rb)
 	}
 }
 
@@ -115,7 +130,7 @@ func gemmAVX2(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 		for b0 := 0; b0 < a.nb; b0 += avx2ChunkBlocks {
 			nb := min(avx2ChunkBlocks, a.nb-b0)
 			packChunk(t, w[r0*rb:], rb, rows, b0, nb, buf[:])
-			avx2Tile(ti, buf[:], panelRows*bw, b0, nb, a, i0+c0, cc, dst, dys)
+			avx2Tile(ti, buf[:], panelRows*bw, b0, nb, a, i0+c0, cc, dst, dys, 0)
 		}
 		if rows < gemmRows {
 			for i := 0; i < cc; i++ {
@@ -154,4 +169,11 @@ func packChunk(t Type, w []byte, rb, rows, b0, nb int, dst []byte) {
 			}
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -7,68 +7,83 @@ package quant
 // avx2TileCols is the most activation rows an AVX2 half-panel kernel takes.
 const avx2TileCols = 5
 
-// avx2Streams is how many panels the AVX2 one-row kernels read at once.
-const avx2Streams = 4
+//go:noescape
+func gemmQ4_0AVX2x1(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ4_0AVX2x1(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2x2(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ4_0AVX2x2(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2x3(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ4_0AVX2x3(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2x4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ4_0AVX2x4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2x5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ4_0AVX2x5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2Streams1(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 //go:noescape
-func gemmQ4_0AVX2Streams(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int)
+func gemmQ4_0AVX2Streams2(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 //go:noescape
-func gemmQ8_0AVX2x1(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2Streams3(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 //go:noescape
-func gemmQ8_0AVX2x2(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ4_0AVX2Streams4(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 //go:noescape
-func gemmQ8_0AVX2x3(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ8_0AVX2x1(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ8_0AVX2x4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ8_0AVX2x2(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ8_0AVX2x5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+func gemmQ8_0AVX2x3(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
-func gemmQ8_0AVX2Streams(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int)
+func gemmQ8_0AVX2x4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
+
+//go:noescape
+func gemmQ8_0AVX2x5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
+
+//go:noescape
+func gemmQ8_0AVX2Streams1(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
+
+//go:noescape
+func gemmQ8_0AVX2Streams2(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
+
+//go:noescape
+func gemmQ8_0AVX2Streams3(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
+
+//go:noescape
+func gemmQ8_0AVX2Streams4(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 // avx2Half calls gemm<t>AVX2x<c> (t is 0 for Q4_0, 1 for Q8_0).
-func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int) {
+func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int) {
 	switch ti*16 + c {
 	case 1:
-		gemmQ4_0AVX2x1(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ4_0AVX2x1(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 2:
-		gemmQ4_0AVX2x2(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ4_0AVX2x2(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 3:
-		gemmQ4_0AVX2x3(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ4_0AVX2x3(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 4:
-		gemmQ4_0AVX2x4(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ4_0AVX2x4(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 5:
-		gemmQ4_0AVX2x5(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ4_0AVX2x5(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 17:
-		gemmQ8_0AVX2x1(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ8_0AVX2x1(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 18:
-		gemmQ8_0AVX2x2(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ8_0AVX2x2(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 19:
-		gemmQ8_0AVX2x3(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ8_0AVX2x3(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 20:
-		gemmQ8_0AVX2x4(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ8_0AVX2x4(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 21:
-		gemmQ8_0AVX2x5(ws, wg, bs, nb, a, as, side, ss, y, ys)
+		gemmQ8_0AVX2x5(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	default:
 		panic("quant: no AVX2 kernel for this tile")
 	}
