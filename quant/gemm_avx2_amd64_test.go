@@ -233,3 +233,30 @@ func TestAVX2GemmMatchesTwin(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAVX2HalfKernels runs each half-panel kernel on one panel of 64
+// blocks held in L1/L2, so that GMAC/s is the kernel's arithmetic rate on
+// one core (the int8 multiply-adds of 8 rows by c activation rows).
+func BenchmarkAVX2HalfKernels(b *testing.B) {
+	if !haveAVX2FMA {
+		b.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(69, 70))
+	for ti, typ := range []Type{Q4_0, Q8_0} {
+		const nb = 64
+		m, _ := NewMatrix(typ, panelRows, nb*32, randomWeights(rng, typ, panelRows, nb*32))
+		panels := alignedBytes(len(m.Data))
+		packPanels(nil, m, panels)
+		a := testActsMode(rng, typ, avx2TileCols, nb, 0, "random")
+		y := make([]float32, avx2TileCols*panelRows)
+		bs := panelRows * typ.BlockBytes()
+		for c := 1; c <= avx2TileCols; c++ {
+			b.Run(fmt.Sprintf("%v/c=%d", typ, c), func(b *testing.B) {
+				for b.Loop() {
+					avx2Half(ti, c, &panels[0], &panels[32], bs, nb, &a.q[0], a.n*32, &a.side[0], a.n*8, &y[0], panelRows*4, 0)
+				}
+				b.ReportMetric(float64(8*32*nb*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}
