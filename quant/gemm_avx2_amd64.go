@@ -129,7 +129,11 @@ func gemmAVX2(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 		}
 		for b0 := 0; b0 < a.nb; b0 += avx2ChunkBlocks {
 			nb := min(avx2ChunkBlocks, a.nb-b0)
-			packChunk(t, w[r0*rb:], rb, rows, b0, nb, buf[:])
+			if rows == gemmRows {
+				packAVX2(t, w[r0*rb:], rb, b0, nb, buf[:])
+			} else {
+				packChunk(t, w[r0*rb:], rb, rows, b0, nb, buf[:])
+			}
 			avx2Tile(ti, buf[:], panelRows*bw, b0, nb, a, i0+c0, cc, dst, dys, 0)
 		}
 		if rows < gemmRows {
@@ -176,4 +180,16 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// packAVX2 is packChunk for 16 whole rows, in assembly.
+func packAVX2(t Type, w []byte, rb, b0, nb int, dst []byte) {
+	bw := t.BlockBytes()
+	_ = w[(gemmRows-1)*rb+(b0+nb)*bw-1]
+	_ = dst[nb*panelRows*bw-1]
+	if t == Q4_0 {
+		packQ4_0AVX2(&dst[0], &w[b0*bw], rb, nb)
+	} else {
+		packQ8_0AVX2(&dst[0], &w[b0*bw], rb, nb)
+	}
 }

@@ -260,3 +260,34 @@ func BenchmarkAVX2HalfKernels(b *testing.B) {
 		}
 	}
 }
+
+// TestPackAVX2MatchesGo holds the assembly repacking of 16 whole rows
+// byte for byte against packChunk and packPanel, for chunks not starting at
+// block 0.
+func TestPackAVX2MatchesGo(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for _, nb := range []int{1, 7, 40} {
+			m, _ := NewMatrix(typ, panelRows, nb*32, randomWeights(rng, typ, panelRows, nb*32))
+			rb, bw := m.rowBytes(), typ.BlockBytes()
+			whole := make([]byte, len(m.Data))
+			packPanel(typ, m.Data, rb, whole)
+			for b0 := 0; b0 < nb; b0 += 3 {
+				kb := min(5, nb-b0)
+				got := make([]byte, kb*panelRows*bw)
+				want := make([]byte, kb*panelRows*bw)
+				packAVX2(typ, m.Data, rb, b0, kb, got)
+				packChunk(typ, m.Data, rb, panelRows, b0, kb, want)
+				for i := range got {
+					if got[i] != want[i] || got[i] != whole[b0*panelRows*bw+i] {
+						t.Fatalf("%v %d blocks, chunk at block %d: byte %d is %#x, packChunk %#x, packPanel %#x",
+							typ, nb, b0, i, got[i], want[i], whole[b0*panelRows*bw+i])
+					}
+				}
+			}
+		}
+	}
+}

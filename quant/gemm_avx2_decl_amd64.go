@@ -61,6 +61,12 @@ func gemmQ8_0AVX2Streams3(w *byte, ws, nb int, a *byte, side *uint32, y *float32
 //go:noescape
 func gemmQ8_0AVX2Streams4(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
+//go:noescape
+func packQ4_0AVX2(dst, src *byte, rb, nb int)
+
+//go:noescape
+func packQ8_0AVX2(dst, src *byte, rb, nb int)
+
 // avx2Half calls gemm<t>AVX2x<c> (t is 0 for Q4_0, 1 for Q8_0).
 func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int) {
 	switch ti*16 + c {

@@ -90,6 +90,10 @@ func main() {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sAVX2Streams%d(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)\n", typ, s)
 		}
 	}
+	for _, typ := range []string{"Q4_0", "Q8_0"} {
+		packKernel(p, typ)
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc pack%sAVX2(dst, src *byte, rb, nb int)\n", typ)
+	}
 	// A switch rather than a table of function values: calls through a
 	// function value make every pointer argument escape, and gemmAVX2
 	// passes stack buffers.
@@ -350,4 +354,81 @@ func bs(typ string) int {
 		return 16 * 34
 	}
 	return 16 * 18
+}
+
+// packKernel writes pack<typ>AVX2: nb blocks of 16 whole rows at src (rb
+// bytes apart, each advancing by one block) into panel layout at dst (one
+// panel block after another), as the Go packChunk does, so that gemmAVX2
+// computes the file's layout with the panel kernels without a slow
+// repacking loop. Per half (8 rows) and 16 bytes of quants it loads each
+// row's 16 bytes, pairs rows i and i+4 in one register and transposes the
+// 4x4 dwords of each 128-bit lane, leaving group g of rows 0-7 in order.
+//
+// Registers: SI row 0's block, DI row 8's, BX rb, R12 3rb, R13 5rb, R11
+// 7rb, DX dst, CX blocks left; Y0-Y7 the transpose, Y8 the flip (Q8_0),
+// X9 the scales.
+func packKernel(p func(string, ...any), typ string) {
+	name := fmt.Sprintf("pack%sAVX2", typ)
+	bw := 18
+	if typ == "Q8_0" {
+		bw = 34
+	}
+	p("")
+	p("// func %s(dst, src *byte, rb, nb int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-32", name)
+	p("\tMOVQ dst+0(FP), DX")
+	p("\tMOVQ src+8(FP), SI")
+	p("\tMOVQ rb+16(FP), BX")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tLEAQ (BX)(BX*2), R12")
+	p("\tLEAQ (BX)(BX*4), R13")
+	p("\tLEAQ (R12)(BX*4), R11")
+	p("\tLEAQ (SI)(BX*8), DI")
+	if typ == "Q8_0" {
+		p("\tVMOVDQU avx2Flip<>(SB), Y8")
+	}
+	p("")
+	p("loop_%s:", name)
+	row := func(off, j int) string {
+		base := "SI"
+		if j >= 8 {
+			base, j = "DI", j-8
+		}
+		idx := [...]string{"", "(BX*1)", "(BX*2)", "(R12*1)", "(BX*4)", "(R13*1)", "(R12*2)", "(R11*1)"}[j]
+		return fmt.Sprintf("%d(%s)%s", off, base, idx)
+	}
+	for h := 0; h < 2; h++ {
+		for j := 0; j < 8; j++ {
+			p("\tVPINSRW $%d, %s, X9, X9", j, row(0, 8*h+j))
+		}
+		p("\tVMOVDQU X9, %d(DX)", 16*h)
+		for q := 0; q < (bw-2)/16; q++ {
+			off := 2 + 16*q
+			for k := 0; k < 4; k++ {
+				p("\tVMOVDQU %s, X%d", row(off, 8*h+k), k)
+				p("\tVINSERTI128 $1, %s, Y%d, Y%d", row(off, 8*h+k+4), k, k)
+			}
+			p("\tVPUNPCKLDQ Y1, Y0, Y4")
+			p("\tVPUNPCKHDQ Y1, Y0, Y5")
+			p("\tVPUNPCKLDQ Y3, Y2, Y6")
+			p("\tVPUNPCKHDQ Y3, Y2, Y7")
+			p("\tVPUNPCKLQDQ Y6, Y4, Y0")
+			p("\tVPUNPCKHQDQ Y6, Y4, Y1")
+			p("\tVPUNPCKLQDQ Y7, Y5, Y2")
+			p("\tVPUNPCKHQDQ Y7, Y5, Y3")
+			for g := 0; g < 4; g++ {
+				if typ == "Q8_0" {
+					p("\tVPXOR Y8, Y%d, Y%d", g, g)
+				}
+				p("\tVMOVDQU Y%d, %d(DX)", g, 32+64*(4*q+g)+32*h)
+			}
+		}
+	}
+	p("\tADDQ $%d, SI", bw)
+	p("\tADDQ $%d, DI", bw)
+	p("\tADDQ $%d, DX", 16*bw)
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
 }
