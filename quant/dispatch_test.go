@@ -9,8 +9,8 @@ import (
 // there, each name selectable and reported by Kernels, an unknown name
 // refused with the available ones listed and the set in use left alone.
 func TestKernelSets(t *testing.T) {
+	t.Cleanup(func() { UseGeneric(false) }) // after the environment is restored
 	t.Setenv(KernelsEnv, "")
-	defer UseGeneric(false)
 	sets := KernelSets()
 	if len(sets) == 0 || sets[0] != "generic" {
 		t.Fatalf("KernelSets() = %q, want generic first", sets)
@@ -45,7 +45,7 @@ func TestKernelSets(t *testing.T) {
 // init runs) reads it: a valid name is used, an invalid one keeps the best
 // set and is reported by KernelsEnvError, not a panic.
 func TestKernelsEnv(t *testing.T) {
-	defer UseGeneric(false)
+	t.Cleanup(func() { UseGeneric(false) }) // after the environment is restored
 	sets := KernelSets()
 	best := sets[len(sets)-1]
 	for _, tc := range []struct {
