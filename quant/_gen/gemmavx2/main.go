@@ -32,8 +32,15 @@
 // back), so a caller may split the blocks into chunks (gemmAVX2 packs the
 // file's layout chunk by chunk) and must clear y first.
 //
-// Tile and stream sizes were chosen by measurement on an AMD EPYC Zen 3
-// (AVX2, no AVX-512), 2 cores shared with other jobs; see docs/kernels-avx2.md.
+// Sizes were chosen by measurement on an AMD EPYC Zen 3 (AVX2, no AVX-512),
+// 2 cores shared with other jobs (docs/kernels-avx2.md): the widest batched
+// kernel (5 activation rows) ran fastest (best of 8 runs, one core, panel in
+// cache: 84 G MAC/s against 55-67 for 1-4 rows); the one-row kernels are
+// generated for 1 to 4 streams and take the prefetch distance as an
+// argument, and quant/gemm_avx2_amd64.go picks 4 streams and 1024 bytes
+// (one stream was 15-30% slower; 2-4 streams and 512-4096 bytes could not
+// be told apart on the shared machine). Rerun BenchmarkPanelStreams and
+// BenchmarkAVX2HalfKernels on another CPU before changing them.
 package main
 
 import (
@@ -44,7 +51,7 @@ import (
 
 // tileCols is the most activation rows a batched kernel holds: 8 weight
 // registers, the scales, two temporaries and tileCols accumulators fill the
-// 16 YMM registers.
+// 16 YMM registers (and it measured fastest, above).
 const tileCols = 5
 
 func main() {
@@ -233,7 +240,7 @@ func halfKernel(p func(string, ...any), typ string, c int) {
 	p("\tRET")
 }
 
-// streamsKernel writes gemm<typ>AVX2Streams: s whole panels far apart (the
+// streamsKernel writes gemm<typ>AVX2Streams<s>: s whole panels far apart (the
 // panel of stream j at w + j*ws) by one activation row, their 16 outputs at
 // y + j*yst. Each stream is a run the hardware prefetchers follow; reading
 // several at once keeps more lines in flight than one sequential sweep does.
