@@ -152,28 +152,41 @@ func runConformance(t *testing.T) {
 	}
 }
 
-func TestConformance(t *testing.T) { runConformance(t) }
-
-// TestConformanceGeneric runs the same checks with the pure-Go kernels.
-func TestConformanceGeneric(t *testing.T) {
-	quant.UseGeneric(true)
+// TestConformance runs the checks on every kernel path this CPU can run:
+// each kernel set of quant.KernelSets (the pure-Go references among them),
+// and for sets with panel kernels both on row panels and in the file's
+// layout (quant.UseRepack(false)).
+func TestConformance(t *testing.T) {
 	defer quant.UseGeneric(false)
-	runConformance(t)
-}
-
-// TestConformanceFileLayout runs the same checks with Q4_0 and Q8_0
-// weights computed in the file's layout (no row panels).
-func TestConformanceFileLayout(t *testing.T) {
-	quant.UseRepack(false)
 	defer quant.UseRepack(true)
-	runConformance(t)
+	for _, set := range quant.KernelSets() {
+		if err := quant.UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		quant.UseRepack(true)
+		t.Run(quant.Kernels(), runConformance)
+		if strings.HasSuffix(quant.Kernels(), "+panels") {
+			quant.UseRepack(false)
+			t.Run(quant.Kernels()+"+file-layout", runConformance)
+		}
+	}
 }
 
 // TestRepackMatchesFileLayout checks that a model repacked up front
 // (Model.Repack) computes the same logits, bit for bit, as in the file's
 // layout, and that Repack reports the bytes it repacked.
 func TestRepackMatchesFileLayout(t *testing.T) {
+	defer quant.UseGeneric(false)
 	defer quant.UseRepack(true)
+	for _, set := range quant.KernelSets() {
+		if err := quant.UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(set, testRepackMatchesFileLayout)
+	}
+}
+
+func testRepackMatchesFileLayout(t *testing.T) {
 	for _, name := range []string{"llama3-tiny-q4_0", "llama3-tiny-q8_0"} {
 		path := filepath.Join(conformanceDir, name+".gguf")
 		if _, err := os.Stat(path); err != nil {

@@ -1,5 +1,11 @@
 package quant
 
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
 // kernelSet holds every hot kernel as a function value, so that one set can be
 // swapped for another: the pure-Go references (always compiled, under names
 // ending in Go) or faster per-architecture kernels, chosen once at start-up.
@@ -55,44 +61,110 @@ var genericKernels = kernelSet{
 	siluMul:      siluMulGo,
 }
 
-// archKernels is the best set for this machine, or nil when there is none
-// beyond the generic one. A per-architecture file (for example
-// kernels_amd64.go, built under "amd64 && !noasm && gc", with a negated twin
-// that leaves this nil) sets it from its init after checking CPU features
-// with golang.org/x/sys/cpu; entries it does not accelerate stay generic.
-var archKernels *kernelSet
+// Named kernel sets: "generic" (the pure-Go references, always there) and
+// the per-architecture sets this CPU can run, worst to best ("avx2",
+// "avx512" on amd64; an arm64 port adds "asimd", "dotprod", "i8mm"). The
+// best one is in use unless UseKernels or the environment variable
+// SHADE_KERNELS (read at package init) names another.
 
-// archHooks add kernels to the machine's set: UseGeneric(false) applies them
-// in order to a copy of *archKernels (or of the generic set). Per-architecture
-// files append to it from their init, whatever order those run in.
+// archBases are the per-architecture sets this CPU can run, worst to best,
+// before hooks. A per-architecture file (for example kernels_amd64.go,
+// built under "amd64 && !noasm && gc", with a negated twin that leaves this
+// empty) appends to it from its init after checking CPU features with
+// golang.org/x/sys/cpu, then calls UseGeneric(false); entries a set does
+// not accelerate stay generic.
+var archBases []kernelSet
+
+// archHooks add kernels to the per-architecture sets: every rebuild applies
+// them in order to a copy of each of archBases (a hook that only suits some
+// sets tests s.name). Per-architecture files append to it from their init,
+// whatever order those run in, then call UseGeneric(false).
 var archHooks []func(*kernelSet)
 
-// archSet is the set built by UseGeneric(false) when there are hooks.
-var archSet kernelSet
+// archSets is archBases with the hooks applied.
+var archSets []kernelSet
 
 // k is the kernel set in use.
 var k = &genericKernels
 
+// envKernelsErr is the error of the set SHADE_KERNELS names, if any.
+var envKernelsErr error
+
+// KernelsEnv is the environment variable naming the kernel set to use.
+const KernelsEnv = "SHADE_KERNELS"
+
 func init() { UseGeneric(false) }
 
-// UseGeneric switches every kernel to its pure-Go reference (true) or back to
-// the best available for this machine (false). It is meant for tests and
-// benchmarks and must not be called while kernels are running.
-func UseGeneric(generic bool) {
-	switch {
-	case generic || archKernels == nil && len(archHooks) == 0:
-		k = &genericKernels
-	case len(archHooks) == 0:
-		k = archKernels
-	default:
-		archSet = genericKernels
-		if archKernels != nil {
-			archSet = *archKernels
-		}
+// rebuild applies the hooks to every per-architecture set.
+func rebuild() {
+	archSets = archSets[:0]
+	for _, b := range archBases {
+		s := b
 		for _, h := range archHooks {
-			h(&archSet)
+			h(&s)
 		}
-		k = &archSet
+		archSets = append(archSets, s)
+	}
+}
+
+// find returns the set named name, or nil.
+func find(name string) *kernelSet {
+	if name == genericKernels.name {
+		return &genericKernels
+	}
+	for i := range archSets {
+		if archSets[i].name == name {
+			return &archSets[i]
+		}
+	}
+	return nil
+}
+
+// KernelSets names the kernel sets this CPU can run, worst to best (the
+// last is the default).
+func KernelSets() []string {
+	names := []string{genericKernels.name}
+	for _, s := range archSets {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+// UseKernels switches to the kernel set named name, one of KernelSets, or
+// returns an error naming those. It is meant for tests, benchmarks and
+// start-up, and must not be called while kernels are running.
+func UseKernels(name string) error {
+	s := find(name)
+	if s == nil {
+		return fmt.Errorf("quant: no kernel set %q on this CPU (available: %s)", name, strings.Join(KernelSets(), ", "))
+	}
+	k = s
+	return nil
+}
+
+// KernelsEnvError reports why the kernel set SHADE_KERNELS names could not
+// be used (the best set is used instead), or nil.
+func KernelsEnvError() error { return envKernelsErr }
+
+// UseGeneric switches every kernel to its pure-Go reference (true) or back to
+// the default set (false): the one SHADE_KERNELS names if it is valid, else
+// the best for this machine. It is meant for tests and benchmarks and must
+// not be called while kernels are running.
+func UseGeneric(generic bool) {
+	rebuild()
+	if generic {
+		k = &genericKernels
+		return
+	}
+	k = &genericKernels
+	if len(archSets) > 0 {
+		k = &archSets[len(archSets)-1]
+	}
+	envKernelsErr = nil
+	if name, ok := os.LookupEnv(KernelsEnv); ok && name != "" {
+		if err := UseKernels(name); err != nil {
+			envKernelsErr = fmt.Errorf("%s: %w", KernelsEnv, err)
+		}
 	}
 }
 

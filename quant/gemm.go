@@ -4,7 +4,8 @@ import (
 	"math"
 )
 
-// The register-blocked matmul for Q4_0 and Q8_0 weights (gemm_amd64.s).
+// The register-blocked matmul for Q4_0 and Q8_0 weights (gemm_amd64.s for
+// AVX-512 VNNI, gemm_avx2_amd64.s for AVX2).
 //
 // Its result for one output is defined here, independently of any tiling,
 // so that every kernel variant (any number of weight rows or activation rows

@@ -17,17 +17,6 @@ var haveVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL 
 // haveVBMI reports the byte permutes (VPERMT2B) of the decode kernels.
 var haveVBMI = haveVNNI && cpu.X86.HasAVX512VBMI
 
-func init() {
-	if haveVNNI {
-		archHooks = append(archHooks, func(s *kernelSet) {
-			s.gemm = gemmVNNI
-			s.gemmPanel = gemmPanelVNNI
-			s.name += "+vnni"
-		})
-		UseGeneric(false)
-	}
-}
-
 // gemmKernels[t][f][c-1] computes tiles of c activation rows; t is 0 for
 // Q4_0, 1 for Q8_0; f is 0 for partial tiles (gathers, masked rows) and 1 for
 // whole tiles of gemmRows rows (loads and an in-register transpose).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"shade/par"
@@ -99,8 +100,13 @@ func randomWeights(rng *rand.Rand, typ Type, rows, cols int) []byte {
 // TestMatMulBatchInvariant holds the batch invariance MatMul promises for
 // Q4_0 and Q8_0 weights: an output's bits do not depend on n, on where its
 // activation row falls in a tile, on the row count or on the thread split.
-// Each batch is compared with the same rows computed one at a time.
+// Each batch is compared with the same rows computed one at a time, on
+// every kernel path this CPU runs (forEachKernelPath).
 func TestMatMulBatchInvariant(t *testing.T) {
+	forEachKernelPath(t, testMatMulBatchInvariant)
+}
+
+func testMatMulBatchInvariant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	pools := []*par.Pool{nil, par.New(1), par.New(2), par.New(3)}
 	defer func() {
@@ -123,6 +129,7 @@ func TestMatMulBatchInvariant(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				m = Repackable(m, nil) // panels when rows allow and repacking is on
 				x := testData(rng, maxN*cols)
 				one := make([]float32, maxN*rows)
 				for i := 0; i < maxN; i++ {
@@ -147,10 +154,35 @@ func TestMatMulBatchInvariant(t *testing.T) {
 	}
 }
 
-// TestGemmMatchesTwin holds the kernels in use bit for bit against gemmGo,
-// and both within float32 rounding of the generic dot products, for
+// TestGemmMatchesTwin holds the kernels of every set bit for bit against
+// gemmGo, and both within float32 rounding of the generic dot products, for
 // arbitrary weight bytes.
 func TestGemmMatchesTwin(t *testing.T) {
+	forEachKernelPath(t, testGemmMatchesTwin)
+}
+
+// forEachKernelPath runs test on every kernel path this CPU can run: each
+// set of KernelSets, on row panels (repackable matrices) and, for sets with
+// panel kernels, in the file's layout too (UseRepack(false)). It restores
+// the default set and repacking.
+func forEachKernelPath(t *testing.T, test func(t *testing.T)) {
+	defer UseGeneric(false)
+	defer UseRepack(true)
+	for _, set := range KernelSets() {
+		if err := UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		UseRepack(true)
+		t.Run(Kernels(), test)
+		if k.gemmPanel != nil {
+			UseRepack(false)
+			t.Run(Kernels()+"+file-layout", test)
+		}
+	}
+}
+
+func testGemmMatchesTwin(t *testing.T) {
+	set := Kernels()
 	rng := rand.New(rand.NewPCG(25, 26))
 	var buf Scratch
 	for _, typ := range []Type{Q4_0, Q8_0} {
@@ -162,6 +194,7 @@ func TestGemmMatchesTwin(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					m = Repackable(m, nil)
 					x := testData(rng, n*cols)
 					y := make([]float32, n*rows)
 					MatMul(nil, m, x, n, y, &buf)
@@ -178,7 +211,9 @@ func TestGemmMatchesTwin(t *testing.T) {
 					generic := make([]float32, n*rows)
 					UseGeneric(true)
 					MatMul(nil, m, x, n, generic, &buf)
-					UseGeneric(false)
+					if err := UseKernels(strings.TrimSuffix(set, "+panels")); err != nil {
+						t.Fatal(err)
+					}
 
 					wd := decode(t, typ, m.Data, rows*cols)
 					for e := range y {
@@ -224,5 +259,45 @@ func TestFMA32(t *testing.T) {
 		y := float32(math.Ldexp(rng.Float64(), -rng.IntN(30)))
 		z := float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(40)-20))
 		check(x, y, z)
+	}
+}
+
+// BenchmarkMatMulPanels measures MatMul on repacked Q4_0 and Q8_0 matrices
+// of a 1B model's shapes (attention 2048x2048, FFN up 8192x2048, FFN down
+// 2048x8192) for batches of 1, 8, 16 and 32 rows on 1 and 2 threads, with
+// each kernel set this CPU runs: MB/s is the weights swept per call,
+// GMAC/s the multiply-adds.
+func BenchmarkMatMulPanels(b *testing.B) {
+	defer UseGeneric(false)
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for _, shape := range [][2]int{{2048, 2048}, {8192, 2048}, {2048, 8192}} {
+			rows, cols := shape[0], shape[1]
+			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			m = Repackable(m, nil)
+			for _, set := range KernelSets()[1:] {
+				if err := UseKernels(set); err != nil {
+					b.Fatal(err)
+				}
+				for _, threads := range []int{1, 2} {
+					p := par.New(threads)
+					m.Repack(p)
+					for _, n := range []int{1, 8, 16, 32} {
+						b.Run(fmt.Sprintf("%v/%s/%dx%d/threads=%d/n=%d", typ, set, rows, cols, threads, n), func(b *testing.B) {
+							x := testData(rng, n*cols)
+							y := make([]float32, n*rows)
+							var buf Scratch
+							b.SetBytes(int64(len(m.Data)))
+							for b.Loop() {
+								MatMul(p, m, x, n, y, &buf)
+							}
+							b.ReportMetric(float64(rows)*float64(cols)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+						})
+					}
+					p.Close()
+				}
+				m.DropPanels()
+			}
+		}
 	}
 }

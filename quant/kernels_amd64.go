@@ -10,7 +10,9 @@ import "golang.org/x/sys/cpu"
 var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // avx2Kernels replaces the quantized, F16 and BF16 dot products and the Q8_0
-// activation quantizer with AVX2 versions; the other entries stay generic.
+// activation quantizer with AVX2 versions, and computes Q4_0 and Q8_0
+// products with the AVX2 gemm kernels (on row panels when repacking); the
+// other entries stay generic (hooks add some).
 var avx2Kernels = func() kernelSet {
 	s := genericKernels
 	s.name = "avx2"
@@ -21,15 +23,30 @@ var avx2Kernels = func() kernelSet {
 	s.dotF16 = dotF16_amd64
 	s.dotBF16 = dotBF16_amd64
 	s.quantizeQ8_0 = quantizeQ8_0_amd64
+	s.gemm = gemmAVX2
+	s.gemmPanel = gemmPanelAVX2
+	return s
+}()
+
+// avx512Kernels is avx2Kernels with the AVX-512 VNNI gemm kernels
+// (gemm_amd64.go).
+var avx512Kernels = func() kernelSet {
+	s := avx2Kernels
+	s.name = "avx512"
+	s.gemm = gemmVNNI
+	s.gemmPanel = gemmPanelVNNI
 	return s
 }()
 
 func init() {
 	if haveAVX2FMA {
-		archKernels = &avx2Kernels
+		archBases = append(archBases, avx2Kernels)
+	}
+	if haveAVX2FMA && haveVNNI {
+		archBases = append(archBases, avx512Kernels)
 	}
 	// dispatch.go's init may have run first (init functions run in file
-	// order), so choose again now that archKernels is known.
+	// order), so choose again now that the sets are known.
 	UseGeneric(false)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 )
@@ -22,9 +23,21 @@ var asmDots = []struct {
 	{Q6_K, Q8_K, dotQ6_KQ8_K_amd64, dotQ6_KQ8_KGo},
 }
 
+// TestArchKernelsInUse checks which sets this CPU offers and that the best
+// is in use (unless SHADE_KERNELS names another).
 func TestArchKernelsInUse(t *testing.T) {
-	if haveAVX2FMA && !strings.HasPrefix(Kernels(), "avx2") {
-		t.Errorf("Kernels() = %q on a CPU with AVX2, FMA and F16C", Kernels())
+	want := []string{"generic"}
+	if haveAVX2FMA {
+		want = append(want, "avx2")
+	}
+	if haveAVX2FMA && haveVNNI {
+		want = append(want, "avx512")
+	}
+	if got := strings.Join(KernelSets(), ","); got != strings.Join(want, ",") {
+		t.Errorf("KernelSets() = %s, want %s", got, strings.Join(want, ","))
+	}
+	if os.Getenv(KernelsEnv) == "" && !strings.HasPrefix(Kernels(), want[len(want)-1]) {
+		t.Errorf("Kernels() = %q, want the best set %s", Kernels(), want[len(want)-1])
 	}
 }
 

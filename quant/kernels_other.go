@@ -3,5 +3,5 @@
 package quant
 
 // Without per-architecture kernels (another GOARCH, the noasm tag or a
-// compiler other than gc) archKernels stays nil and every kernel is the
+// compiler other than gc) archBases stays empty and every kernel is the
 // pure-Go reference.

@@ -76,7 +76,7 @@ type panelBuf struct {
 
 // Repackable returns m marked to be repacked into row panels the first time
 // MatMul computes on it with kernels that read panels (Q4_0 and Q8_0 with
-// AVX-512 VNNI). After repacking, release (if not nil) is given m.Data,
+// AVX2 or AVX-512 VNNI). After repacking, release (if not nil) is given m.Data,
 // which MatMul no longer reads while repacking stays on: a caller whose Data
 // is a read-only file mapping can drop those pages from the resident set
 // (the data must stay readable, as a dropped file mapping is). The copy

@@ -43,6 +43,16 @@ func TestPanelRoundTrip(t *testing.T) {
 // checks DequantizeRow on the panels and that release gets the file's bytes
 // once.
 func TestRepackedMatMulMatches(t *testing.T) {
+	defer UseGeneric(false)
+	for _, set := range KernelSets() {
+		if err := UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(set, testRepackedMatMulMatches)
+	}
+}
+
+func testRepackedMatMulMatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(53, 54))
 	p := par.New(2)
 	defer p.Close()

@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+
+	"shade/quant"
 )
 
 type command struct {
@@ -71,6 +73,10 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
+	}
+	if err := quant.KernelsEnvError(); err != nil { // SHADE_KERNELS names no set this CPU runs
+		fmt.Fprintf(stderr, "shade: %v\n", err)
+		return 2
 	}
 	if path := os.Getenv("SHADE_CPUPROFILE"); path != "" {
 		stopProfile, err := startCPUProfile(path)

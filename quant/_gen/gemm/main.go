@@ -1,5 +1,6 @@
 // Command gemm writes quant/gemm_amd64.s, the AVX-512 VNNI register-blocked
-// kernels behind gemmVNNI (see quant/gemm.go and quant/gemm_amd64.go).
+// kernels behind gemmVNNI (see quant/gemm.go and quant/gemm_amd64.go). The
+// AVX2 kernels on the same row panels come from quant/_gen/gemmavx2.
 //
 // Run from the module root: go run ./quant/_gen/gemm
 // (it also writes quant/gemm_decl_amd64.go, the Go declarations).

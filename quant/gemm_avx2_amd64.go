@@ -1,0 +1,195 @@
+//go:build amd64 && !noasm && gc
+
+package quant
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// The AVX2 gemm kernels (gemm_avx2_amd64.s, written by quant/_gen/gemmavx2):
+// gemmGo's bits on CPUs without AVX-512, from the same row panels as the
+// AVX-512 kernels, one half panel (8 rows) by up to avx2TileCols activation
+// rows a call.
+
+// avx2StreamKernels[t][s-1] adds s panels far apart by one activation row
+// into y, prefetching pf bytes ahead in each.
+var avx2StreamKernels = [2][4]func(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int){
+	{gemmQ4_0AVX2Streams1, gemmQ4_0AVX2Streams2, gemmQ4_0AVX2Streams3, gemmQ4_0AVX2Streams4},
+	{gemmQ8_0AVX2Streams1, gemmQ8_0AVX2Streams2, gemmQ8_0AVX2Streams3, gemmQ8_0AVX2Streams4},
+}
+
+// avx2Streams is how many panels far apart the one-row kernels read at
+// once, and avx2Prefetch how many bytes ahead in each they prefetch
+// (BenchmarkPanelStreams; docs/kernels-avx2.md).
+var (
+	avx2Streams  = 4
+	avx2Prefetch = 1024
+)
+
+// typeIndex is t's index in the kernel tables (Q4_0 or Q8_0).
+func typeIndex(t Type) int {
+	if t == Q8_0 {
+		return 1
+	}
+	return 0
+}
+
+// avx2Tile adds gemmGo's sums over blocks [b0, b0+nb) of one panel-layout
+// tile (its block 0 at p, blocks bs bytes apart) and activation rows
+// [i0, i0+c) into y[(i-i0)*ys + r], r < 16. The first kernel call
+// prefetches pf bytes ahead of each block (0: nothing); prefetches never
+// fault, so pf may point past the end of p.
+func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
+	_ = p[(nb-1)*bs+bs-1]
+	_ = y[(c-1)*ys+panelRows-1]
+	// As few calls as the widest kernel allows, of even widths (16 rows
+	// go 4+4+4+4 rather than 5+5+5+1): each call unpacks the weights once.
+	calls := (c + avx2TileCols - 1) / avx2TileCols
+	for c0, j := 0, 0; c0 < c; c0, j = c0+c/calls+b2i(j < c%calls), j+1 {
+		cc := c/calls + b2i(j < c%calls)
+		e := b0*a.n + i0 + c0
+		for h := 0; h < 2; h++ {
+			avx2Half(ti, cc, &p[16*h], &p[32+32*h], bs, nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
+				&y[c0*ys+8*h], ys*int(unsafe.Sizeof(float32(0))), pf)
+			pf = 0
+		}
+	}
+}
+
+// gemmPanelAVX2 is gemmGo for rows [lo, hi) (multiples of panelRows) of a
+// matrix repacked into panels, rows of rb bytes, and the c activation rows
+// of a. With one activation row the range is cut into avx2Streams parts
+// read together.
+func gemmPanelAVX2(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int) {
+	if c <= 0 || a.nb == 0 || hi <= lo {
+		return
+	}
+	if lo%panelRows != 0 || hi%panelRows != 0 || (t != Q4_0 && t != Q8_0) || a.nb*t.BlockBytes() != rb || c > a.n {
+		panic(fmt.Sprintf("quant: panel rows [%d, %d) of %v, %d bytes a row, %d blocks, %d of %d activation rows", lo, hi, t, rb, a.nb, c, a.n))
+	}
+	ti := typeIndex(t)
+	bs := panelRows * t.BlockBytes()
+	// The assembly reads unchecked: check the last byte of each operand.
+	_ = panels[hi*rb-1]
+	_ = a.q[a.nb*a.n*qk8_0-1]
+	_ = a.side[a.nb*a.n*2-1]
+	_ = y[(c-1)*ys+hi-1]
+	for i := 0; i < c; i++ {
+		clear(y[i*ys+lo : i*ys+hi])
+	}
+	r0 := lo
+	if c == 1 && a.n == 1 {
+		per := (hi - lo) / panelRows / avx2Streams * panelRows // rows of each stream
+		for r := lo; r < lo+per; r += panelRows {
+			avx2StreamKernels[ti][avx2Streams-1](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4, avx2Prefetch)
+		}
+		r0 = lo + avx2Streams*per
+	}
+	for ; r0 < hi; r0 += panelRows {
+		avx2Tile(ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys, panelRows*rb)
+	}
+}
+
+// avx2ChunkBlocks is how many blocks of a tile gemmAVX2 repacks at a time:
+// 16 rows of them (up to 17 KiB) stay in L1 while every activation row is
+// applied to them.
+const avx2ChunkBlocks = 32
+
+// avx2Chunks holds gemmAVX2's repacking buffers.
+var avx2Chunks = sync.Pool{New: func() any { return new([avx2ChunkBlocks * panelRows * q8_0Bytes]byte) }}
+
+// gemmAVX2 is gemmGo on the file's layout (tiles of at most gemmRows weight
+// rows, any number of activation rows): each tile is repacked into panel
+// layout avx2ChunkBlocks blocks at a time and computed by the panel kernels,
+// so a matrix gives the same bits repacked or not.
+func gemmAVX2(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
+	if rows <= 0 || c <= 0 || a.nb == 0 {
+		return
+	}
+	if rows > gemmRows || (t != Q4_0 && t != Q8_0) || a.nb*t.BlockBytes() > rb || i0 < 0 || i0+c > a.n {
+		panic(fmt.Sprintf("quant: gemm tile of %d rows of %d bytes of %v, %d blocks, activation rows [%d, %d) of %d", rows, rb, t, a.nb, i0, i0+c, a.n))
+	}
+	ti, bw := typeIndex(t), t.BlockBytes()
+	_ = w[(r0+rows-1)*rb+a.nb*bw-1]
+	_ = y[(c-1)*ys+rows-1]
+	buf := avx2Chunks.Get().(*[avx2ChunkBlocks * panelRows * q8_0Bytes]byte)
+	defer avx2Chunks.Put(buf)
+	// Whole tiles add into y; partial ones into tmp, tileCols activation
+	// rows at a time (the kernels compute all 16 lanes).
+	var tmp [panelRows * panelRows]float32
+	for c0 := 0; c0 < c; {
+		cc, dst, dys := c-c0, y[c0*ys:], ys
+		if rows < gemmRows {
+			cc, dst, dys = min(cc, panelRows), tmp[:], panelRows
+		}
+		for i := 0; i < cc; i++ {
+			clear(dst[i*dys : i*dys+rows])
+		}
+		for b0 := 0; b0 < a.nb; b0 += avx2ChunkBlocks {
+			nb := min(avx2ChunkBlocks, a.nb-b0)
+			if rows == gemmRows {
+				packAVX2(t, w[r0*rb:], rb, b0, nb, buf[:])
+			} else {
+				packChunk(t, w[r0*rb:], rb, rows, b0, nb, buf[:])
+			}
+			avx2Tile(ti, buf[:], panelRows*bw, b0, nb, a, i0+c0, cc, dst, dys, 0)
+		}
+		if rows < gemmRows {
+			for i := 0; i < cc; i++ {
+				copy(y[(c0+i)*ys:(c0+i)*ys+rows], tmp[i*panelRows:])
+			}
+		}
+		c0 += cc
+	}
+}
+
+// packChunk writes blocks [b0, b0+nb) of the rows rows at w (rb bytes
+// apart) in panel layout into dst, as packPanel does for whole rows; the
+// lanes of missing rows keep whatever dst held (their outputs are dropped).
+func packChunk(t Type, w []byte, rb, rows, b0, nb int, dst []byte) {
+	bw := t.BlockBytes()
+	for i := 0; i < rows; i++ {
+		row := w[i*rb+b0*bw : i*rb+(b0+nb)*bw]
+		if t == Q4_0 {
+			for b := 0; b < nb; b++ {
+				blk := (*[q4_0Bytes]byte)(row[b*q4_0Bytes:])
+				out := (*[panelRows * q4_0Bytes]byte)(dst[b*panelRows*q4_0Bytes:])
+				out[2*i], out[2*i+1] = blk[0], blk[1]
+				for g := 0; g < 4; g++ {
+					copy(out[32+64*g+4*i:32+64*g+4*i+4], blk[2+4*g:])
+				}
+			}
+			continue
+		}
+		for b := 0; b < nb; b++ {
+			blk := (*[q8_0Bytes]byte)(row[b*q8_0Bytes:])
+			out := (*[panelRows * q8_0Bytes]byte)(dst[b*panelRows*q8_0Bytes:])
+			out[2*i], out[2*i+1] = blk[0], blk[1]
+			for g := 0; g < 8; g++ {
+				o := out[32+64*g+4*i : 32+64*g+4*i+4]
+				o[0], o[1], o[2], o[3] = blk[2+4*g]^0x80, blk[3+4*g]^0x80, blk[4+4*g]^0x80, blk[5+4*g]^0x80
+			}
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// packAVX2 is packChunk for 16 whole rows, in assembly.
+func packAVX2(t Type, w []byte, rb, b0, nb int, dst []byte) {
+	bw := t.BlockBytes()
+	_ = w[(gemmRows-1)*rb+(b0+nb)*bw-1]
+	_ = dst[nb*panelRows*bw-1]
+	if t == Q4_0 {
+		packQ4_0AVX2(&dst[0], &w[b0*bw], rb, nb)
+	} else {
+		packQ8_0AVX2(&dst[0], &w[b0*bw], rb, nb)
+	}
+}
