@@ -159,11 +159,14 @@ type Stats struct {
 	PrunedLost  int `json:"pruned_lost,omitempty"`
 	PruneSteps  int `json:"prune_steps,omitempty"`
 	HeadRows    int `json:"head_rows,omitempty"`
-	// Pre-drafting: next-step trees drafted during verification, and how
-	// many of them were used (the step then drafted nothing itself).
-	PreDrafts    int    `json:"pre_drafts,omitempty"`
-	PreDraftHits int    `json:"pre_draft_hits,omitempty"`
-	PruneNote    string `json:"prune_note,omitempty"`
+	// Pre-drafting: next-step trees drafted during verification, how
+	// many of them were used (the step then drafted nothing itself), and
+	// how many were confirmed but came out empty (the gain-cost tree,
+	// built from learned costs, found no node worth a row).
+	PreDrafts      int    `json:"pre_drafts,omitempty"`
+	PreDraftHits   int    `json:"pre_draft_hits,omitempty"`
+	PreDraftsEmpty int    `json:"pre_drafts_empty,omitempty"`
+	PruneNote      string `json:"prune_note,omitempty"`
 }
 
 // Add adds the counts and times of o to s, as over several generations
@@ -195,6 +198,7 @@ func (s *Stats) Add(o *Stats) {
 	s.HeadRows += o.HeadRows
 	s.PreDrafts += o.PreDrafts
 	s.PreDraftHits += o.PreDraftHits
+	s.PreDraftsEmpty += o.PreDraftsEmpty
 	if s.Governor == nil {
 		s.Governor = o.Governor
 	}
@@ -317,7 +321,7 @@ func (d *Decoder) forward(b model.Batch) error {
 func (d *Decoder) Stats() Stats {
 	st := d.stats
 	if d.pre != nil {
-		st.PreDrafts, st.PreDraftHits = d.pre.launched, d.pre.hits
+		st.PreDrafts, st.PreDraftHits, st.PreDraftsEmpty = d.pre.launched, d.pre.hits, d.pre.empty
 	}
 	if d.gov != nil {
 		st.Governor = governorStats(d.gov)

@@ -155,11 +155,13 @@ func TestLeverGreedyLossless(t *testing.T) {
 				}
 				// A self-draft's guess is always right, and a confirmed
 				// pre-draft runs out however the goroutines were scheduled:
-				// every one is used.
+				// every one is used, unless its tree came out empty (the
+				// gain-cost tree follows costs learned from timings, so on
+				// a loaded machine it may find no node worth a row).
 				if dname == "self" && cname == "full" {
 					preHits += st.PreDraftHits
-					if st.PreDraftHits != st.PreDrafts {
-						t.Errorf("prompt %d, self-draft: %d of %d pre-drafted trees used", pi, st.PreDraftHits, st.PreDrafts)
+					if st.PreDraftHits+st.PreDraftsEmpty != st.PreDrafts {
+						t.Errorf("prompt %d, self-draft: %d of %d pre-drafted trees used, %d empty", pi, st.PreDraftHits, st.PreDrafts, st.PreDraftsEmpty)
 					}
 				}
 				if cfg.NoPrune && st.Pruned > 0 {

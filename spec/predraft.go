@@ -38,8 +38,10 @@ type preDraft struct {
 	// ranOut is how long the last join waited for a confirmed pre-draft
 	// to finish: drafting, though it happens after verification.
 	ranOut time.Duration
-	// Counters for Stats.
-	launched, hits int
+	// Counters for Stats: pre-drafts launched, used, and confirmed but
+	// empty (the guess was right, but the gain-cost tree found no node
+	// worth a row, or the context had no room for one).
+	launched, hits, empty int
 }
 
 type preOutcome struct {
@@ -161,6 +163,8 @@ func (d *Decoder) joinPreDraft(path []int32, bonus int32) {
 	p.ready = confirmed && out.err == nil && !p.other.preempted && p.tree.Len() > 0
 	if p.ready {
 		p.hits++
+	} else if confirmed && out.err == nil && !p.other.preempted {
+		p.empty++
 	}
 }
 
