@@ -21,6 +21,7 @@ var avx2Kernels = func() kernelSet {
 	s.dotF16 = dotF16_amd64
 	s.dotBF16 = dotBF16_amd64
 	s.quantizeQ8_0 = quantizeQ8_0_amd64
+	s.gemmK = gemmKAVX2
 	return s
 }()
 
