@@ -235,9 +235,9 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 			p("\tMOVL AX, %d(SP)", fb+288) // scales 0..3
 			p("\tMOVL %s, AX", wr(j, 8))
 			p("\tANDL $0x3f3f3f3f, AX")
-			p("\tMOVL AX, %d(SP)", fb+288+8) // mins 0..3
+			p("\tMOVL AX, %d(SP)", fb+288+8)    // mins 0..3
 			p("\tVPMOVZXBW %d(SP), Y9", fb+288) // words 0..7 scales, 8..15 mins
-			p("\tVPERMQ $0x44, Y9, Y10")       // the scales in both lanes
+			p("\tVPERMQ $0x44, Y9, Y10")        // the scales in both lanes
 			for s := 0; s < 8; s++ {
 				p("\tVPSHUFB gk4shuf<>+%d(SB), Y10, Y11", 32*s)
 				p("\tVMOVDQU Y11, %d(SP)", fb+32*s)
