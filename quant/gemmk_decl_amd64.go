@@ -35,12 +35,6 @@ func gemmQ4KR2C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
 func gemmQ4KR4C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
 
 //go:noescape
-func gemmQ4KR8C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
-
-//go:noescape
-func gemmQ4KR2C4(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
-
-//go:noescape
 func gemmQ6KR1C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
 
 //go:noescape
@@ -70,12 +64,6 @@ func gemmQ6KR2C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
 //go:noescape
 func gemmQ6KR4C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
 
-//go:noescape
-func gemmQ6KR8C1(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
-
-//go:noescape
-func gemmQ6KR2C4(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
-
 // gemmKShapes lists the kernels by shape: rows, activation rows, Q4_K kernel, Q6_K kernel.
 var gemmKShapes = [...]struct {
 	r, c     int
@@ -91,6 +79,4 @@ var gemmKShapes = [...]struct {
 	{1, 8, gemmQ4KR1C8, gemmQ6KR1C8},
 	{2, 1, gemmQ4KR2C1, gemmQ6KR2C1},
 	{4, 1, gemmQ4KR4C1, gemmQ6KR4C1},
-	{8, 1, gemmQ4KR8C1, gemmQ6KR8C1},
-	{2, 4, gemmQ4KR2C4, gemmQ6KR2C4},
 }

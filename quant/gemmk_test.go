@@ -14,12 +14,15 @@ import (
 // of several kinds: quantized realistic data, random bytes with finite
 // scales, extremes (every quant at its largest or smallest, every scale at
 // an extreme) and random bytes with non-finite f16 scales among finite ones.
-func kWeights(t *testing.T, rng *rand.Rand, typ Type, rows, nb int, kind string) []byte {
+func kWeights(tb testing.TB, rng *rand.Rand, typ Type, rows, nb int, kind string) []byte {
 	bs := typ.BlockBytes()
-	if kind == "quantized" {
-		return encode(t, typ, testData(rng, rows*nb*qkK))
-	}
 	b := make([]byte, rows*nb*bs)
+	if kind == "quantized" {
+		if err := Quantize(typ, testData(rng, rows*nb*qkK), b); err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
 	halves := []uint16{0x3c00, 0xb800, 0x2e66, 0x1400, 0x5640, 0x0001, 0x8123, 0x7bff}
 	if kind == "nonfinite" {
 		halves = append(halves, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe55)
@@ -64,7 +67,7 @@ func kWeights(t *testing.T, rng *rand.Rand, typ Type, rows, nb int, kind string)
 // kActRows returns n Q8_K activation rows of nb super-blocks: quantized
 // realistic data, or quants random over all of int8, all -128 or all 127,
 // with a finite scale (sometimes ±Inf in "nonfinite") and matching bsums.
-func kActRows(t *testing.T, rng *rand.Rand, n, nb int, kind string) []byte {
+func kActRows(rng *rand.Rand, n, nb int, kind string) []byte {
 	a := make([]byte, n*nb*q8_KBytes)
 	for i := 0; i < n; i++ {
 		row := a[i*nb*q8_KBytes : (i+1)*nb*q8_KBytes]
@@ -73,7 +76,7 @@ func kActRows(t *testing.T, rng *rand.Rand, n, nb int, kind string) []byte {
 			mode = 0
 		}
 		if mode == 0 {
-			copy(row, quantizeAct(t, Q8_K, testData(rng, nb*qkK)))
+			genericKernels.quantizeQ8_K(testData(rng, nb*qkK), row)
 			continue
 		}
 		for b := 0; b < nb; b++ {
@@ -143,7 +146,7 @@ func TestGemmKMatchesTwin(t *testing.T) {
 				arb := nb * q8_KBytes
 				off := rng.IntN(8)
 				w := misaligned(kWeights(t, rng, typ, rows, nb, kind), off)
-				a := misaligned(kActRows(t, rng, maxN, nb, kind), 7-off)
+				a := misaligned(kActRows(rng, maxN, nb, kind), 7-off)
 				want := make([]float32, maxN*rows)
 				gemmKGo(typ, w, rb, 0, rows, a, arb, maxN, want, rows)
 				for _, n := range batches {

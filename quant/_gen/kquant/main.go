@@ -33,25 +33,9 @@ import (
 	"strings"
 )
 
-// rowStride is the frame bytes each weight row's decoded scales take:
-// eight 32-byte scale vectors, one 32-byte vector (Q4_K: the mins, each
-// twice, as int16; Q6_K: the 16 scales as int16) and 16 bytes of unpacked
-// Q4_K scales and mins.
-const rowStride = 320
-
-// Kernel shapes: one weight row by 1..8 activation rows (batches), and 2, 4
-// or 8 weight rows by one activation row (decode).
-var shapes = func() [][2]int {
-	var s [][2]int
-	for c := 1; c <= 8; c++ {
-		s = append(s, [2]int{1, c})
-	}
-	for _, r := range []int{2, 4, 8} {
-		s = append(s, [2]int{r, 1})
-	}
-	s = append(s, [2]int{2, 4})
-	return s
-}()
+// Kernel shapes: one weight row by 1..8 activation rows (batches), and 2 or
+// 4 weight rows by one activation row (decode).
+var shapes = [][2]int{{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}, {2, 1}, {4, 1}}
 
 func main() {
 	var b strings.Builder
@@ -112,11 +96,56 @@ func tables(p func(string, ...any)) {
 	}
 	p("GLOBL gk4shuf<>(SB), RODATA|NOPTR, $256")
 	p("")
-	p("// gk6shuf<>+16j picks byte 2j into bytes 0..7 and byte 2j+1 into 8..15.")
-	for i := 0; i < 16; i++ {
-		p("DATA gk6shuf<>+0x%02x(SB)/8, $0x%016x", 8*i, uint64(0x0101010101010101)*uint64(i))
+	p("// gk6w<>+32i picks int16 word 2i of each 128-bit lane into the low lane's")
+	p("// words and word 2i+1 into the high lane's.")
+	for i := 0; i < 4; i++ {
+		lo := uint64(4*i+1)<<8 | uint64(4*i)
+		hi := uint64(4*i+3)<<8 | uint64(4*i+2)
+		for q := 0; q < 4; q++ {
+			w := lo
+			if q >= 2 {
+				w = hi
+			}
+			p("DATA gk6w<>+0x%02x(SB)/8, $0x%016x", 32*i+8*q, w|w<<16|w<<32|w<<48)
+		}
 	}
-	p("GLOBL gk6shuf<>(SB), RODATA|NOPTR, $128")
+	p("GLOBL gk6w<>(SB), RODATA|NOPTR, $128")
+	p("")
+	p("// gk4dup<> doubles int16 words 0..3 of the low 128-bit lane and 4..7 of the")
+	p("// high one.")
+	dup := func(base int) uint64 {
+		var v uint64
+		for b := 0; b < 8; b++ {
+			word := base + b/4
+			v |= uint64(2*word+b%2) << (8 * b)
+		}
+		return v
+	}
+	p("DATA gk4dup<>+0x00(SB)/8, $0x%016x", dup(0))
+	p("DATA gk4dup<>+0x08(SB)/8, $0x%016x", dup(2))
+	p("DATA gk4dup<>+0x10(SB)/8, $0x%016x", dup(4))
+	p("DATA gk4dup<>+0x18(SB)/8, $0x%016x", dup(6))
+	p("GLOBL gk4dup<>(SB), RODATA|NOPTR, $32")
+	p("")
+	p("// Q4_K scale unpacking (see scaleMinK4), from the 16 bytes at 4: A picks")
+	p("// q[0..3], q[8..11], q[4..7] (masked to 6, 4 and 6 bits), B the mins'")
+	p("// high nibbles q[8..11]>>4, C the top two bits of q[0..3] and q[4..7]")
+	p("// (shifted to bits 4, 5) under the scales and mins 4..7.")
+	bytes16 := func(name string, b [16]byte) {
+		var lo, hi uint64
+		for i := 0; i < 8; i++ {
+			lo |= uint64(b[i]) << (8 * i)
+			hi |= uint64(b[8+i]) << (8 * i)
+		}
+		p("DATA %s<>+0x00(SB)/8, $0x%016x", name, lo)
+		p("DATA %s<>+0x08(SB)/8, $0x%016x", name, hi)
+		p("GLOBL %s<>(SB), RODATA|NOPTR, $16", name)
+	}
+	const z = 0x80
+	bytes16("gk4idxA", [16]byte{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, z, z, z, z})
+	bytes16("gk4maskA", [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0})
+	bytes16("gk4idxB", [16]byte{z, z, z, z, z, z, z, z, z, z, z, z, 8, 9, 10, 11})
+	bytes16("gk4idxC", [16]byte{z, z, z, z, 0, 1, 2, 3, z, z, z, z, 4, 5, 6, 7})
 	p("")
 	p("// gk30<> is 32 bytes of 0x30, the bits 4 and 5 of Q6_K values.")
 	for q := 0; q < 4; q++ {
@@ -161,14 +190,17 @@ func ac(c, off int) string {
 	return fmt.Sprintf("%d(%s)(R9*1)", off, base)
 }
 
-// kernel writes gemm<typ>R<r>C<c>.
+// kernel writes gemm<typ>R<r>C<c> (r*c ≤ 8, r ≤ 4).
 //
-// Registers: SI, R13 weight rows 0 and 4, R11 rb, R12 3*rb; DI, R10
-// activation rows 0 and 4, R8 arb, R9 3*arb; CX super-blocks left; AX, BX,
-// DX scratch. Y0 the float32 sums (lane k = row k/c, activation row k%c),
-// Y1..Y8 the int32 accumulators of the pairs, Y9..Y14 temporaries, Y15
-// bytes 0x0f. The frame holds each row's decoded scales (rowStride bytes a
-// row), and at the end the sums on their way to y.
+// Registers: SI weight row 0, R11 rb, R12 3*rb; DI, R10 activation rows 0
+// and 4, R8 arb, R9 3*arb; CX super-blocks left; AX, BX, DX scratch. Y0 the
+// float32 sums (lane k = row k/c, activation row k%c), Y1.. the int32
+// accumulators of the pairs, the rows' decoded scales in Y12 (one row) or
+// Y5.. (several), Y9 unpacked weights, Y10 products, Y11 one scale
+// broadcast, Y13 Q6_K high bits or Q4_K loaded bytes, Y12..Y14 the
+// reductions' temporaries, Y15 bytes 0x0f. The frame keeps each Q4_K row's
+// decoded scales and mins (32 bytes a row) and, at the end, the sums on
+// their way to y.
 func kernel(p func(string, ...any), typ string, r, c int) {
 	name := fmt.Sprintf("gemm%sR%dC%d", typ, r, c)
 	q4 := typ == "Q4K"
@@ -178,20 +210,22 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 	}
 	pairs := r * c
 	acc := func(k int) string { return fmt.Sprintf("Y%d", k+1) }
-	frame := r * rowStride
+	scl := func(j int) string {
+		if r == 1 {
+			return "Y12"
+		}
+		return fmt.Sprintf("Y%d", 5+j)
+	}
+	frame := 32 * r
 	p("")
 	p("// func %s(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)", name)
-	p("TEXT ·%s(SB), 0, $%d-56", name, frame)
-	p("\tNO_LOCAL_POINTERS")
+	p("TEXT ·%s(SB), NOSPLIT, $%d-56", name, frame)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ a+16(FP), DI")
 	p("\tMOVQ nb+32(FP), CX")
 	if r > 1 {
 		p("\tMOVQ rb+8(FP), R11")
 		p("\tLEAQ (R11)(R11*2), R12")
-		if r > 4 {
-			p("\tLEAQ (SI)(R11*4), R13")
-		}
 	}
 	if c > 1 {
 		p("\tMOVQ arb+24(FP), R8")
@@ -207,55 +241,29 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 	p("")
 	p("loop_%s:", name)
 
-	// Decode each row's scales into its part of the frame.
+	// Decode each row's scales into a register.
 	for j := 0; j < r; j++ {
-		fb := j * rowStride
 		if q4 {
-			// The 12 packed bytes at 4..15 (scaleMinK4) into 8 scales and 8
-			// mins, as ggml's utmp shuffle does.
-			p("\tMOVL %s, AX", wr(j, 8))
-			p("\tSHRL $6, AX")
-			p("\tANDL $0x03030303, AX")
-			p("\tSHLL $4, AX")
-			p("\tMOVL %s, BX", wr(j, 12))
-			p("\tSHRL $4, BX")
-			p("\tANDL $0x0f0f0f0f, BX")
-			p("\tORL BX, AX")
-			p("\tMOVL AX, %d(SP)", fb+288+12) // mins 4..7
-			p("\tMOVL %s, AX", wr(j, 4))
-			p("\tSHRL $6, AX")
-			p("\tANDL $0x03030303, AX")
-			p("\tSHLL $4, AX")
-			p("\tMOVL %s, BX", wr(j, 12))
-			p("\tANDL $0x0f0f0f0f, BX")
-			p("\tORL BX, AX")
-			p("\tMOVL AX, %d(SP)", fb+288+4) // scales 4..7
-			p("\tMOVL %s, AX", wr(j, 4))
-			p("\tANDL $0x3f3f3f3f, AX")
-			p("\tMOVL AX, %d(SP)", fb+288) // scales 0..3
-			p("\tMOVL %s, AX", wr(j, 8))
-			p("\tANDL $0x3f3f3f3f, AX")
-			p("\tMOVL AX, %d(SP)", fb+288+8)    // mins 0..3
-			p("\tVPMOVZXBW %d(SP), Y9", fb+288) // words 0..7 scales, 8..15 mins
-			p("\tVPERMQ $0x44, Y9, Y10")        // the scales in both lanes
-			for s := 0; s < 8; s++ {
-				p("\tVPSHUFB gk4shuf<>+%d(SB), Y10, Y11", 32*s)
-				p("\tVMOVDQU Y11, %d(SP)", fb+32*s)
-			}
-			// Each min twice, against the two bsums of its 32 values.
-			p("\tVMOVQ %d(SP), X11", fb+288+8)
-			p("\tVPUNPCKLBW X11, X11, X11")
-			p("\tVPMOVZXBW X11, Y11")
-			p("\tVMOVDQU Y11, %d(SP)", fb+256)
+			// The 12 packed bytes at 4..15 (scaleMinK4) into 8 scales
+			// and 8 mins: bytes of q, of q>>4 and of (q>>6)<<4 picked
+			// into place, masked and merged.
+			p("\tVMOVDQU %s, X9", wr(j, 4))
+			p("\tVPSHUFB gk4idxA<>(SB), X9, X10")
+			p("\tVPAND gk4maskA<>(SB), X10, X10")
+			p("\tVPSRLW $4, X9, X11")
+			p("\tVPSHUFB gk4idxB<>(SB), X11, X11")
+			p("\tVPAND X15, X11, X11")
+			p("\tVPOR X11, X10, X10")
+			p("\tVPSRLW $2, X9, X11")
+			p("\tVPSHUFB gk4idxC<>(SB), X11, X11")
+			p("\tVPAND gk30<>(SB), X11, X11")
+			p("\tVPOR X11, X10, X10")
+			p("\tVPMOVZXBW X10, Y10") // words 0..7 scales, 8..15 mins
+			p("\tVMOVDQU Y10, %d(SP)", 32*j)
+			p("\tVPERMQ $0x44, Y10, %s", scl(j)) // the scales in both lanes
 		} else {
-			p("\tVMOVDQU %s, X10", wr(j, 192))
-			p("\tVPMOVSXBW X10, Y11")
-			p("\tVMOVDQU Y11, %d(SP)", fb+256)
-			for s := 0; s < 8; s++ {
-				p("\tVPSHUFB gk6shuf<>+%d(SB), X10, X11", 16*s)
-				p("\tVPMOVSXBW X11, Y11")
-				p("\tVMOVDQU Y11, %d(SP)", fb+32*s)
-			}
+			p("\tVPMOVSXBW %s, Y10", wr(j, 192)) // words: scales 0..15
+			p("\tVPERMQ $0x44, Y10, %s", scl(j)) // scales 0..7 in both lanes
 		}
 	}
 
@@ -267,49 +275,57 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 			if q4 {
 				g, h := s/2, s%2
 				off := 16 + 32*g
-				if h == 0 {
-					p("\tVPAND %s, Y15, Y10", wr(j, off))
-				} else {
-					p("\tVMOVDQU %s, Y10", wr(j, off))
-					p("\tVPSRLW $4, Y10, Y10")
-					p("\tVPAND Y15, Y10, Y10")
+				switch {
+				case r == 1 && h == 0:
+					p("\tVMOVDQU %s, Y13", wr(j, off))
+					p("\tVPAND Y15, Y13, Y9")
+				case r == 1:
+					p("\tVPSRLW $4, Y13, Y9")
+					p("\tVPAND Y15, Y9, Y9")
+				case h == 0:
+					p("\tVPAND %s, Y15, Y9", wr(j, off))
+				default:
+					p("\tVMOVDQU %s, Y9", wr(j, off))
+					p("\tVPSRLW $4, Y9, Y9")
+					p("\tVPAND Y15, Y9, Y9")
 				}
+				p("\tVPSHUFB gk4shuf<>+%d(SB), %s, Y11", 32*s, scl(j))
 			} else {
 				h, i := s/4, s%4
+				if s == 4 {
+					p("\tVPMOVSXBW %s, Y10", wr(j, 192))
+					p("\tVPERMQ $0xee, Y10, %s", scl(j)) // scales 8..15 in both lanes
+				}
 				ql := 64*h + 32*(i&1)
 				qh := 128 + 32*h
 				if i < 2 {
-					p("\tVPAND %s, Y15, Y10", wr(j, ql))
+					p("\tVPAND %s, Y15, Y9", wr(j, ql))
 				} else {
-					p("\tVMOVDQU %s, Y10", wr(j, ql))
-					p("\tVPSRLW $4, Y10, Y10")
-					p("\tVPAND Y15, Y10, Y10")
+					p("\tVMOVDQU %s, Y9", wr(j, ql))
+					p("\tVPSRLW $4, Y9, Y9")
+					p("\tVPAND Y15, Y9, Y9")
 				}
-				if i == 2 {
-					p("\tVMOVDQU %s, Y9", wr(j, qh))
-				} else {
-					p("\tVMOVDQU %s, Y9", wr(j, qh))
-					switch i {
-					case 0:
-						p("\tVPSLLW $4, Y9, Y9")
-					case 1:
-						p("\tVPSLLW $2, Y9, Y9")
-					case 3:
-						p("\tVPSRLW $2, Y9, Y9")
-					}
+				p("\tVMOVDQU %s, Y13", wr(j, qh))
+				switch i {
+				case 0:
+					p("\tVPSLLW $4, Y13, Y13")
+				case 1:
+					p("\tVPSLLW $2, Y13, Y13")
+				case 3:
+					p("\tVPSRLW $2, Y13, Y13")
 				}
-				p("\tVPAND gk30<>(SB), Y9, Y9")
-				p("\tVPOR Y9, Y10, Y10")
+				p("\tVPAND gk30<>(SB), Y13, Y13")
+				p("\tVPOR Y13, Y9, Y9")
+				p("\tVPSHUFB gk6w<>+%d(SB), %s, Y11", 32*i, scl(j))
 			}
 			for i := 0; i < c; i++ {
 				k := j*c + i
-				aoff := 4 + 32*s
-				p("\tVPMADDUBSW %s, Y10, Y11", ac(i, aoff))
+				p("\tVPMADDUBSW %s, Y9, Y10", ac(i, 4+32*s))
 				if first {
-					p("\tVPMADDWD %d(SP), Y11, %s", j*rowStride+32*s, acc(k))
+					p("\tVPMADDWD Y11, Y10, %s", acc(k))
 				} else {
-					p("\tVPMADDWD %d(SP), Y11, Y11", j*rowStride+32*s)
-					p("\tVPADDD Y11, %s, %s", acc(k), acc(k))
+					p("\tVPMADDWD Y11, Y10, Y10")
+					p("\tVPADDD Y10, %s, %s", acc(k), acc(k))
 				}
 			}
 		}
@@ -318,27 +334,28 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 	if !q4 {
 		// Take off 32·Σ scale·bsum.
 		for j := 0; j < r; j++ {
-			p("\tVMOVDQU %d(SP), Y10", j*rowStride+256)
+			p("\tVPMOVSXBW %s, Y11", wr(j, 192))
 			for i := 0; i < c; i++ {
 				k := j*c + i
-				p("\tVPMADDWD %s, Y10, Y11", ac(i, 260))
-				p("\tVPSLLD $5, Y11, Y11")
-				p("\tVPSUBD Y11, %s, %s", acc(k), acc(k))
+				p("\tVPMADDWD %s, Y11, Y10", ac(i, 260))
+				p("\tVPSLLD $5, Y10, Y10")
+				p("\tVPSUBD Y10, %s, %s", acc(k), acc(k))
 			}
 		}
 	}
 	reduce(p, pairs, "Y9")
 	if q4 {
-		// Σ min·bsums per pair.
+		// Σ min·bsums per pair: each min twice, against the two bsums of
+		// its 32 values.
 		for j := 0; j < r; j++ {
-			p("\tVMOVDQU %d(SP), Y10", j*rowStride+256)
+			p("\tVPERMQ $0xee, %d(SP), Y10", 32*j) // the mins in both lanes
+			p("\tVPSHUFB gk4dup<>(SB), Y10, Y10")
 			for i := 0; i < c; i++ {
 				p("\tVPMADDWD %s, Y10, %s", ac(i, 260), acc(j*c+i))
 			}
 		}
 		reduce(p, pairs, "Y10")
 	}
-
 	// dy of each pair's activation row in Y11.
 	if c == 1 {
 		p("\tVBROADCASTSS %s, Y11", ac(0, 0))
