@@ -55,15 +55,16 @@ func gemmKAVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float
 	_ = y[(n-1)*ys+hi-1]
 	kern := &gemmKKernels[ti]
 	if n == 1 {
-		r := lo
-		for _, rr := range [...]int{kDecRows, 4, 2, 1} {
-			if rr > kDecRows {
-				continue
-			}
-			f := kern[rr][1]
-			for ; r+rr <= hi; r += rr {
-				f(&w[r*rb], rb, &a[0], arb, nb, &y[r], ys)
-			}
+		// Decode: kDecRows streams of rows far apart (the chunk in
+		// kDecRows parts), which the memory serves faster than one.
+		q := (hi - lo) / kDecRows
+		f := kern[kDecRows][1]
+		for r := lo; r < lo+q; r++ {
+			f(&w[r*rb], q*rb, &a[0], arb, nb, &y[r], q)
+		}
+		f = kern[1][1]
+		for r := lo + kDecRows*q; r < hi; r++ {
+			f(&w[r*rb], rb, &a[0], arb, nb, &y[r], ys)
 		}
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"shade/par"
 )
 
 // BenchmarkGemmKKernels runs each generated kernel alone on one row group
@@ -29,6 +31,97 @@ func BenchmarkGemmKKernels(b *testing.B) {
 					f(&w[0], rb, &a[0], nb*q8_KBytes, nb, &y[0], 8)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nb*s.r*s.c), "ns/pair-block")
+			})
+		}
+	}
+}
+
+// TestGemmKShapes holds every generated kernel, including shapes gemmKAVX2
+// does not currently choose, bit for bit against the Go twins, with rows
+// far apart (as the decode streams take them) and outputs strided.
+func TestGemmKShapes(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(49, 50))
+	for ti, typ := range []Type{Q4_K, Q6_K} {
+		for _, kind := range []string{"quantized", "random", "max", "min", "nonfinite"} {
+			for _, nb := range []int{1, 2, 5, 9} {
+				const rows, acts, gap = 12, 8, 3
+				rb, arb := nb*typ.BlockBytes(), nb*q8_KBytes
+				w := misaligned(kWeights(t, rng, typ, rows, nb, kind), rng.IntN(8))
+				a := misaligned(kActRows(rng, acts, nb, kind), rng.IntN(8))
+				want := make([]float32, acts*rows)
+				gemmKGo(typ, w, rb, 0, rows, a, arb, acts, want, rows)
+				for _, s := range gemmKShapes {
+					f := s.q4k
+					if ti == 1 {
+						f = s.q6k
+					}
+					y := make([]float32, acts*rows)
+					stride, ys := rb, rows // rows one apart, outputs by activation row
+					if s.c == 1 && s.r > 1 {
+						stride, ys = gap*rb, gap // rows gap apart, their outputs too
+					}
+					f(&w[0], stride, &a[0], arb, nb, &y[0], ys)
+					for j := 0; j < s.r; j++ {
+						for i := 0; i < s.c; i++ {
+							row, at := j, i*rows+j
+							if s.c == 1 && s.r > 1 {
+								row, at = gap*j, gap*j
+							}
+							if got, exp := y[at], want[i*rows+row]; !sameFloat(got, exp) {
+								t.Fatalf("%v R%dC%d %s nb=%d: row %d activation %d = %v, Go twin %v", typ, s.r, s.c, kind, nb, row, i, got, exp)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMatMulKDRAM sweeps Q4_K and Q6_K matrices far larger than the
+// caches (an LM head's shape, 128256x2048) at batch 1, with the gemmK
+// kernels and with the per-row dot kernels, alternating: MB/s is the
+// weights' read rate.
+func BenchmarkMatMulKDRAM(b *testing.B) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	p := par.New(2)
+	defer p.Close()
+	for _, typ := range []Type{Q4_K, Q6_K} {
+		rows, cols := 128256, 2048
+		size, _ := typ.RowBytes(rows * cols)
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		bw := typ.BlockBytes()
+		for i := 0; i < size/bw; i++ { // normal f16 scales: no subnormal float work
+			blk := data[i*bw:]
+			if typ == Q6_K {
+				blk = blk[208:]
+			}
+			blk[1] = 0x20 | blk[1]&0x83
+			if typ == Q4_K {
+				blk[3] = 0x20 | blk[3]&0x83
+			}
+		}
+		m, _ := NewMatrix(typ, rows, cols, data)
+		x := testData(rng, cols)
+		y := make([]float32, rows)
+		var buf Scratch
+		for _, mode := range []string{"dot", "gemmk", "dot", "gemmk"} {
+			b.Run(fmt.Sprintf("%v/%s", typ, mode), func(b *testing.B) {
+				saved := k.gemmK
+				if mode == "dot" {
+					k.gemmK = nil
+				}
+				defer func() { k.gemmK = saved }()
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					MatMul(p, m, x, 1, y, &buf)
+				}
 			})
 		}
 	}

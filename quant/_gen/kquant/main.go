@@ -5,8 +5,8 @@
 //
 // Run from the module root: go run ./quant/_gen/kquant
 //
-// Each kernel gemm<typ>R<r>C<c> computes r consecutive weight rows against
-// c activation rows (r*c ≤ 8 output pairs, one int32 accumulator register
+// Each kernel gemm<typ>R<r>C<c> computes r weight rows (rb bytes apart)
+// against c activation rows (r*c ≤ 8 output pairs, one int32 accumulator register
 // each) over nb super-blocks. Per super-block it decodes each row's scales
 // once into its frame (one 32-byte broadcast vector per 32 values), unpacks
 // each 32 weights once per row to unsigned bytes (Q4_K nibbles ≤ 15, Q6_K
@@ -51,7 +51,8 @@ func main() {
 	p("// F16C; nb > 0; r weight rows of nb super-blocks rb bytes apart at w, c")
 	p("// Q8_K activation rows of nb super-blocks arb bytes apart at a, whose")
 	p("// bsums are the sums of their quants (as quantizeQ8_K writes them); y")
-	p("// has room for output (row j, activation i) at y[i*ys+j].")
+	p("// has room for output (row j, activation i) at y[i*ys+j], or, in the")
+	p("// kernels for several rows and one activation row, at y[j*ys].")
 	tables(p)
 	for _, typ := range []string{"Q4K", "Q6K"} {
 		for _, s := range shapes {
@@ -269,24 +270,34 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 
 	// Integer sums. Step s covers 32 values: Q4_K sub-block s (group s/2,
 	// low nibbles if s is even), Q6_K half s/4, value set s%4.
-	first := true
+	// Q4_K runs group by group (both nibbles of 32 loaded bytes), row by
+	// row; Q6_K step by step.
+	type step struct{ s, j int }
+	var steps []step
 	for s := 0; s < 8; s++ {
 		for j := 0; j < r; j++ {
+			steps = append(steps, step{s, j})
+		}
+	}
+	if q4 {
+		steps = steps[:0]
+		for g := 0; g < 4; g++ {
+			for j := 0; j < r; j++ {
+				steps = append(steps, step{2 * g, j}, step{2*g + 1, j})
+			}
+		}
+	}
+	for _, st := range steps {
+		s, j := st.s, st.j
+		first := s == 0
+		{
 			if q4 {
 				g, h := s/2, s%2
-				off := 16 + 32*g
-				switch {
-				case r == 1 && h == 0:
-					p("\tVMOVDQU %s, Y13", wr(j, off))
+				if h == 0 {
+					p("\tVMOVDQU %s, Y13", wr(j, 16+32*g))
 					p("\tVPAND Y15, Y13, Y9")
-				case r == 1:
+				} else {
 					p("\tVPSRLW $4, Y13, Y9")
-					p("\tVPAND Y15, Y9, Y9")
-				case h == 0:
-					p("\tVPAND %s, Y15, Y9", wr(j, off))
-				default:
-					p("\tVMOVDQU %s, Y9", wr(j, off))
-					p("\tVPSRLW $4, Y9, Y9")
 					p("\tVPAND Y15, Y9, Y9")
 				}
 				p("\tVPSHUFB gk4shuf<>+%d(SB), %s, Y11", 32*s, scl(j))
@@ -329,7 +340,6 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 				}
 			}
 		}
-		first = false
 	}
 	if !q4 {
 		// Take off 32·Σ scale·bsum.
@@ -423,14 +433,16 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 	// Store lane k at y[(k%c)*ys + k/c].
 	p("\tMOVQ y+40(FP), AX")
 	switch {
-	case c == 1 && r == 8:
-		p("\tVMOVUPS Y0, (AX)")
-	case c == 1 && r == 4:
-		p("\tVMOVUPS X0, (AX)")
-	case c == 1 && r == 2:
-		p("\tMOVQ X0, (AX)")
 	case c == 1 && r == 1:
 		p("\tVMOVSS X0, (AX)")
+	case c == 1:
+		// Several rows, one activation row: lane j at y[j*ys].
+		p("\tMOVQ ys+48(FP), BX")
+		p("\tSHLQ $2, BX")
+		p("\tLEAQ (BX)(BX*2), DX")
+		for j := 0; j < r; j++ {
+			p("\tVEXTRACTPS $%d, X0, %s", j, []string{"(AX)", "(AX)(BX*1)", "(AX)(BX*2)", "(AX)(DX*1)"}[j])
+		}
 	default:
 		p("\tMOVQ ys+48(FP), BX")
 		p("\tSHLQ $2, BX")
