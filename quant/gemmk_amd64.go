@@ -78,3 +78,27 @@ func gemmKAVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float
 		}
 	}
 }
+
+// quantizeQ8_K_amd64 is quantizeQ8_K, byte for byte. The assembly hands
+// back blocks with an infinite largest magnitude or an overflowing scale,
+// which the Go code encodes.
+func quantizeQ8_K_amd64(x []float32, dst []byte) {
+	nb := len(x) / qkK
+	if nb == 0 {
+		return
+	}
+	_ = dst[nb*q8_KBytes-1] // the assembly writes nb whole blocks
+	for b := 0; b < nb; {
+		b += quantizeQ8_KAVX2(&x[b*qkK], &dst[b*q8_KBytes], nb-b)
+		if b < nb {
+			quantizeQ8_K(x[b*qkK:(b+1)*qkK], dst[b*q8_KBytes:(b+1)*q8_KBytes])
+			b++
+		}
+	}
+}
+
+// Implemented in gemmk_q8k_amd64.s: nb > 0 blocks of 256 floats at x, room
+// for nb Q8_K blocks at dst.
+//
+//go:noescape
+func quantizeQ8_KAVX2(x *float32, dst *byte, nb int) int

@@ -3,7 +3,9 @@
 package quant
 
 import (
+	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -123,6 +125,61 @@ func BenchmarkMatMulKDRAM(b *testing.B) {
 					MatMul(p, m, x, 1, y, &buf)
 				}
 			})
+		}
+	}
+}
+
+// TestQuantizeQ8_KAVX2 holds the AVX2 Q8_K quantizer byte for byte against
+// quantizeQ8_K on realistic data and on blocks with zeros, ties for the
+// largest magnitude, NaNs, infinities, subnormals and huge values, from 0
+// to 9 blocks.
+func TestQuantizeQ8_KAVX2(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(55, 56))
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), math.Float32frombits(0x7fa00001),
+		math.Float32frombits(0xffc12345), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-45, -3e-38, 1e-40,
+		math.MaxFloat32, -math.MaxFloat32, 1, -1, 0.5}
+	for nb := 0; nb <= 9; nb++ {
+		for trial := 0; trial < 40; trial++ {
+			x := testData(rng, nb*qkK)
+			for b := 0; b < nb; b++ {
+				blk := x[b*qkK : (b+1)*qkK]
+				switch rng.IntN(6) {
+				case 0: // a few specials
+					for i := 0; i < 1+rng.IntN(4); i++ {
+						blk[rng.IntN(qkK)] = specials[rng.IntN(len(specials))]
+					}
+				case 1: // all zero but maybe a NaN
+					clear(blk)
+					if rng.IntN(2) == 0 {
+						blk[rng.IntN(qkK)] = float32(math.NaN())
+					}
+				case 2: // ties of the largest magnitude, both signs
+					v := float32(rng.NormFloat64() * 4)
+					blk[rng.IntN(qkK)], blk[rng.IntN(qkK)] = -v-10, v+10
+				case 3: // tiny values only (scale overflows)
+					for i := range blk {
+						blk[i] = float32(rng.NormFloat64()) * 1e-39
+					}
+				}
+			}
+			want := make([]byte, nb*q8_KBytes)
+			got := make([]byte, nb*q8_KBytes+rng.IntN(3))
+			got = got[len(got)-nb*q8_KBytes:]
+			for i := range got {
+				got[i] = 0xa5
+			}
+			quantizeQ8_K(x, want)
+			quantizeQ8_K_amd64(x, got)
+			if !bytes.Equal(got, want) {
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%d blocks, trial %d: byte %d (block %d, offset %d) = %#x, Go %#x", nb, trial, i, i/q8_KBytes, i%q8_KBytes, got[i], want[i])
+					}
+				}
+			}
 		}
 	}
 }

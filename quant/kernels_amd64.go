@@ -22,6 +22,7 @@ var avx2Kernels = func() kernelSet {
 	s.dotBF16 = dotBF16_amd64
 	s.quantizeQ8_0 = quantizeQ8_0_amd64
 	s.gemmK = gemmKAVX2
+	s.quantizeQ8_K = quantizeQ8_K_amd64
 	return s
 }()
 
