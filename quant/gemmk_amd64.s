@@ -3,7 +3,6 @@
 //go:build amd64 && !noasm && gc
 
 #include "textflag.h"
-#include "funcdata.h"
 
 // Preconditions (checked by the Go callers in gemmk_amd64.go): AVX2 and
 // F16C; nb > 0; r weight rows of nb super-blocks rb bytes apart at w, c

@@ -5,10 +5,10 @@
 //
 // Run from the module root: go run ./quant/_gen/kquant
 //
-// Each kernel gemm<typ>R<r>C<c> computes r weight rows (rb bytes apart)
-// against c activation rows (r*c ≤ 8 output pairs, one int32 accumulator register
-// each) over nb super-blocks. Per super-block it decodes each row's scales
-// once into its frame (one 32-byte broadcast vector per 32 values), unpacks
+// Each kernel gemm<typ>R<r>C<c> computes r ≤ 4 weight rows (rb bytes apart)
+// against c activation rows (r*c ≤ 8 output pairs, one int32 accumulator
+// register each) over nb super-blocks. Per super-block it decodes each row's
+// scales once into a register (broadcast per 32 values by one VPSHUFB), unpacks
 // each 32 weights once per row to unsigned bytes (Q4_K nibbles ≤ 15, Q6_K
 // 6-bit values ≤ 63) and, for each activation row, multiplies them with
 // VPMADDUBSW (pairs at most 2*63*128, no saturation) and VPMADDWD by the
@@ -45,7 +45,6 @@ func main() {
 	p("//go:build amd64 && !noasm && gc")
 	p("")
 	p(`#include "textflag.h"`)
-	p(`#include "funcdata.h"`)
 	p("")
 	p("// Preconditions (checked by the Go callers in gemmk_amd64.go): AVX2 and")
 	p("// F16C; nb > 0; r weight rows of nb super-blocks rb bytes apart at w, c")
