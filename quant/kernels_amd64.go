@@ -18,11 +18,11 @@ var avx2Kernels = func() kernelSet {
 	s.dotQ4_0Q8_0 = dotQ4_0Q8_0_amd64
 	s.dotQ4_KQ8_K = dotQ4_KQ8_K_amd64
 	s.dotQ6_KQ8_K = dotQ6_KQ8_K_amd64
+	s.gemmK = gemmKAVX2 // Q4_K and Q6_K products (gemmk_amd64.go)
+	s.quantizeQ8_K = quantizeQ8_K_amd64
 	s.dotF16 = dotF16_amd64
 	s.dotBF16 = dotBF16_amd64
 	s.quantizeQ8_0 = quantizeQ8_0_amd64
-	s.gemmK = gemmKAVX2
-	s.quantizeQ8_K = quantizeQ8_K_amd64
 	return s
 }()
 
