@@ -33,6 +33,10 @@ type kernelSet struct {
 	// activation row; nil where there are no panel kernels (then nothing
 	// is repacked).
 	gemmPanel func(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int)
+	// gemmK, when set, computes MatMul on Q4_K and Q6_K weights for every
+	// n, each output bit for bit the per-row Go twin (gemmk.go); nil in the
+	// generic set.
+	gemmK func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
 
 	// Half-precision vector kernels of attention over an F16 KV cache
 	// (see f16vec.go for their definitions).

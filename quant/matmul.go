@@ -215,6 +215,11 @@ func (j *matJob) convert(lo, hi int) {
 // tile by tile.
 func (j *matJob) rows(lo, hi int) {
 	R, c := j.m.Rows, j.m.Cols
+	if j.act.typ == Q8_K && k.gemmK != nil {
+		// Q4_K and Q6_K: every output, whatever n, is the per-row Go twin's.
+		k.gemmK(j.m.Type, j.m.Data, j.rb, lo, hi, j.xq, j.arb, j.n, j.y, R)
+		return
+	}
 	if j.panels != nil {
 		// Chunks are whole panels: rows and chunks are multiples of
 		// panelRows (Repackable, ForGrain by rowTile).

@@ -1,0 +1,28 @@
+package quant
+
+// Batched Q4_K and Q6_K products (kernelSet.gemmK). Their results are
+// defined by the per-row Go twins: output (row r, activation row i) is
+// dotQ4_KQ8_KGo or dotQ6_KQ8_KGo of weight row r and activation row i, bit
+// for bit, with the same exact integer sums per super-block and the same
+// float32 operations in the same order, each rounded alone. The kernels
+// differ only in how much work they share: a super-block of weights is
+// unpacked once and applied to several activation rows, or several rows are
+// read at once for one activation row. So a row's outputs do not depend on
+// the batch it is computed in (speculative decoding stays lossless), and the
+// generic kernel set, which has no gemmK, gives the same bits.
+
+// gemmKGo is the Go twin of gemmK: outputs of weight rows [lo, hi) of w
+// (type t, Q4_K or Q6_K, row stride rb bytes) for the n Q8_K activation rows
+// of a (row stride arb bytes), stored at y[i*ys+r].
+func gemmKGo(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	dot := dotQ4_KQ8_KGo
+	if t == Q6_K {
+		dot = dotQ6_KQ8_KGo
+	}
+	for i := 0; i < n; i++ {
+		ai := a[i*arb:]
+		for r := lo; r < hi; r++ {
+			y[i*ys+r] = dot(w[r*rb:(r+1)*rb], ai)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+//go:build amd64 && !noasm && gc
+
+package quant
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"shade/par"
+)
+
+// BenchmarkGemmKKernels runs each generated kernel alone on one row group
+// of 8 super-blocks (2048 columns) in L1: ns per super-block per pair is
+// the kernel's compute cost without the memory's.
+func BenchmarkGemmKKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(47, 48))
+	const nb = 8
+	for ti, typ := range []Type{Q4_K, Q6_K} {
+		rb := nb * typ.BlockBytes()
+		w := kWeights(b, rng, typ, 8, nb, "quantized")
+		a := kActRows(rng, 8, nb, "quantized")
+		y := make([]float32, 64)
+		for _, s := range gemmKShapes {
+			f := s.q4k
+			if ti == 1 {
+				f = s.q6k
+			}
+			b.Run(fmt.Sprintf("%v/R%dC%d", typ, s.r, s.c), func(b *testing.B) {
+				for b.Loop() {
+					f(&w[0], rb, &a[0], nb*q8_KBytes, nb, &y[0], 8)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nb*s.r*s.c), "ns/pair-block")
+			})
+		}
+	}
+}
+
+// TestGemmKShapes holds every generated kernel, including shapes gemmKAVX2
+// does not currently choose, bit for bit against the Go twins, with rows
+// far apart (as the decode streams take them) and outputs strided.
+func TestGemmKShapes(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(49, 50))
+	for ti, typ := range []Type{Q4_K, Q6_K} {
+		for _, kind := range []string{"quantized", "random", "max", "min", "nonfinite"} {
+			for _, nb := range []int{1, 2, 5, 9} {
+				const rows, acts, gap = 12, 8, 3
+				rb, arb := nb*typ.BlockBytes(), nb*q8_KBytes
+				w := misaligned(kWeights(t, rng, typ, rows, nb, kind), rng.IntN(8))
+				a := misaligned(kActRows(rng, acts, nb, kind), rng.IntN(8))
+				want := make([]float32, acts*rows)
+				gemmKGo(typ, w, rb, 0, rows, a, arb, acts, want, rows)
+				for _, s := range gemmKShapes {
+					f := s.q4k
+					if ti == 1 {
+						f = s.q6k
+					}
+					y := make([]float32, acts*rows)
+					stride, ys := rb, rows // rows one apart, outputs by activation row
+					if s.c == 1 && s.r > 1 {
+						stride, ys = gap*rb, gap // rows gap apart, their outputs too
+					}
+					f(&w[0], stride, &a[0], arb, nb, &y[0], ys)
+					for j := 0; j < s.r; j++ {
+						for i := 0; i < s.c; i++ {
+							row, at := j, i*rows+j
+							if s.c == 1 && s.r > 1 {
+								row, at = gap*j, gap*j
+							}
+							if got, exp := y[at], want[i*rows+row]; !sameFloat(got, exp) {
+								t.Fatalf("%v R%dC%d %s nb=%d: row %d activation %d = %v, Go twin %v", typ, s.r, s.c, kind, nb, row, i, got, exp)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMatMulKDRAM sweeps Q4_K and Q6_K matrices far larger than the
+// caches (an LM head's shape, 128256x2048) at batch 1, with the gemmK
+// kernels and with the per-row dot kernels, alternating: MB/s is the
+// weights' read rate.
+func BenchmarkMatMulKDRAM(b *testing.B) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	p := par.New(2)
+	defer p.Close()
+	for _, typ := range []Type{Q4_K, Q6_K} {
+		rows, cols := 128256, 2048
+		size, _ := typ.RowBytes(rows * cols)
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		bw := typ.BlockBytes()
+		for i := 0; i < size/bw; i++ { // normal f16 scales: no subnormal float work
+			blk := data[i*bw:]
+			if typ == Q6_K {
+				blk = blk[208:]
+			}
+			blk[1] = 0x20 | blk[1]&0x83
+			if typ == Q4_K {
+				blk[3] = 0x20 | blk[3]&0x83
+			}
+		}
+		m, _ := NewMatrix(typ, rows, cols, data)
+		x := testData(rng, cols)
+		y := make([]float32, rows)
+		var buf Scratch
+		for _, mode := range []string{"dot", "gemmk", "dot", "gemmk"} {
+			b.Run(fmt.Sprintf("%v/%s", typ, mode), func(b *testing.B) {
+				saved := k.gemmK
+				if mode == "dot" {
+					k.gemmK = nil
+				}
+				defer func() { k.gemmK = saved }()
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					MatMul(p, m, x, 1, y, &buf)
+				}
+			})
+		}
+	}
+}
+
+// TestQuantizeQ8_KAVX2 holds the AVX2 Q8_K quantizer byte for byte against
+// quantizeQ8_K on realistic data and on blocks with zeros, ties for the
+// largest magnitude, NaNs, infinities, subnormals and huge values, from 0
+// to 9 blocks.
+func TestQuantizeQ8_KAVX2(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(55, 56))
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), math.Float32frombits(0x7fa00001),
+		math.Float32frombits(0xffc12345), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-45, -3e-38, 1e-40,
+		math.MaxFloat32, -math.MaxFloat32, 1, -1, 0.5}
+	for nb := 0; nb <= 9; nb++ {
+		for trial := 0; trial < 40; trial++ {
+			x := testData(rng, nb*qkK)
+			for b := 0; b < nb; b++ {
+				blk := x[b*qkK : (b+1)*qkK]
+				switch rng.IntN(6) {
+				case 0: // a few specials
+					for i := 0; i < 1+rng.IntN(4); i++ {
+						blk[rng.IntN(qkK)] = specials[rng.IntN(len(specials))]
+					}
+				case 1: // all zero but maybe a NaN
+					clear(blk)
+					if rng.IntN(2) == 0 {
+						blk[rng.IntN(qkK)] = float32(math.NaN())
+					}
+				case 2: // ties of the largest magnitude, both signs
+					v := float32(rng.NormFloat64() * 4)
+					blk[rng.IntN(qkK)], blk[rng.IntN(qkK)] = -v-10, v+10
+				case 3: // tiny values only (scale overflows)
+					for i := range blk {
+						blk[i] = float32(rng.NormFloat64()) * 1e-39
+					}
+				}
+			}
+			want := make([]byte, nb*q8_KBytes)
+			got := make([]byte, nb*q8_KBytes+rng.IntN(3))
+			got = got[len(got)-nb*q8_KBytes:]
+			for i := range got {
+				got[i] = 0xa5
+			}
+			quantizeQ8_K(x, want)
+			quantizeQ8_K_amd64(x, got)
+			if !bytes.Equal(got, want) {
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%d blocks, trial %d: byte %d (block %d, offset %d) = %#x, Go %#x", nb, trial, i, i/q8_KBytes, i%q8_KBytes, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
