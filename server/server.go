@@ -355,11 +355,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 	if p.model != "" && p.model != s.opt.ModelID {
 		return s.unknownModel(p.model)
 	}
-	text, err := s.tmpl.Render(msgs, true)
-	if err != nil {
-		return badRequest("messages", "invalid_value", "%v", err)
-	}
-	prompt, err := chat.Tokens(s.e.Tok, text)
+	prompt, err := s.tmpl.Encode(s.e.Tok, msgs, true)
 	if err != nil {
 		return badRequest("messages", "invalid_value", "%v", err)
 	}

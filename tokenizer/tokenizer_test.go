@@ -323,3 +323,41 @@ func TestFromGGUF(t *testing.T) {
 		t.Errorf("int32 scores: %v", err)
 	}
 }
+
+// EncodeLiteral: without spans it is Encode with special tokens parsed;
+// a span over all the text is Encode without; a control token's text
+// touching a span byte is text, one outside it is the token; bad spans
+// are errors.
+func TestEncodeLiteral(t *testing.T) {
+	tk := loadGGUF(t, "tokenizer/ggml-vocab-llama3.gguf")
+	text := "<|start_header_id|>user<|end_header_id|>\n\nhi <|eot_id|> there<|eot_id|>"
+	eq := func(what string, got []int32, err error, want []int32) {
+		t.Helper()
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v %v, want %v", what, got, err, want)
+		}
+	}
+	parsed, _ := tk.Encode(text, true, true)
+	plain, _ := tk.Encode(text, true, false)
+	got, err := tk.EncodeLiteral(text, true, nil)
+	eq("no spans", got, err, parsed)
+	got, err = tk.EncodeLiteral(text, true, []Span{{0, len(text)}})
+	eq("all literal", got, err, plain)
+	user := strings.Index(text, "hi")
+	end := strings.LastIndex(text, "<|eot_id|>")
+	got, err = tk.EncodeLiteral(text, true, []Span{{user, end}})
+	eot, _ := tk.Lookup("<|eot_id|>")
+	if err != nil || slices.Index(got, eot) != len(got)-1 {
+		t.Errorf("content span: %v %v: want only the last <|eot_id|> as a token", got, err)
+	}
+	// One byte of the span inside the token's text is enough to keep it text.
+	got, _ = tk.EncodeLiteral(text, true, []Span{{end + 3, end + 4}})
+	if slices.Contains(got[len(got)-3:], eot) {
+		t.Errorf("a literal byte inside <|eot_id|> left it a token: %v", got)
+	}
+	for _, bad := range [][]Span{{{-1, 2}}, {{3, 2}}, {{0, len(text) + 1}}, {{4, 8}, {2, 3}}, {{0, 5}, {4, 6}}} {
+		if _, err := tk.EncodeLiteral(text, true, bad); err == nil {
+			t.Errorf("spans %v accepted", bad)
+		}
+	}
+}
