@@ -106,6 +106,31 @@ type Tokenizer struct {
 
 	special []int32  // control/user-defined/unknown tokens, longest text first
 	pieces  [][]byte // (n_vocab) token_to_piece(id, special=true)
+
+	// For MinTokens: the most bytes of text one token can stand for (its
+	// stored text is never shorter than the text it matches), and whether
+	// some special token swallows the whitespace around it.
+	maxCover int
+	swallows bool
+}
+
+// MinTokens is a lower bound on the number of tokens Encode makes of text
+// (BOS and EOS aside), found in one pass without tokenizing: a caller with
+// a token limit can refuse a huge text before paying for its
+// tokenization. Every token stands for at most a vocabulary entry's length
+// of text; only whitespace can be swallowed by special tokens with the
+// lstrip/rstrip attribute, so with those it counts the other bytes.
+func (t *Tokenizer) MinTokens(text string) int {
+	n := len(text)
+	if t.swallows {
+		n = 0
+		for i := 0; i < len(text); i++ {
+			if !isCSpace(text[i]) {
+				n++
+			}
+		}
+	}
+	return (n + t.maxCover - 1) / t.maxCover
 }
 
 // Model returns tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2" (byte-level BPE).

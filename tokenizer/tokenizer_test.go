@@ -361,3 +361,27 @@ func TestEncodeLiteral(t *testing.T) {
 		}
 	}
 }
+
+// MinTokens never exceeds the real count, for every vocabulary kind.
+func TestMinTokens(t *testing.T) {
+	texts := []string{"", "a", "Hello world", strings.Repeat(" ", 300), strings.Repeat("=", 500),
+		"<|eot_id|>   <s> </s>  x", strings.Repeat("ab ", 200), "😀 中文 \t\n x"}
+	for _, rel := range []string{"tokenizer/ggml-vocab-llama3.gguf", "tokenizer/ggml-vocab-llama-spm.gguf",
+		"tokenizer/ggml-vocab-phi-3.gguf", "conformance/stories260K.gguf", "conformance/qwen2-tiny-q8_0.gguf"} {
+		tk := loadGGUF(t, rel)
+		for _, s := range texts {
+			for _, special := range []bool{false, true} {
+				ids, err := tk.Encode(s, false, special)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := tk.MinTokens(s); m > len(ids) {
+					t.Errorf("%s: MinTokens(%.20q) = %d > %d tokens", rel, s, m, len(ids))
+				}
+			}
+		}
+		if m := tk.MinTokens(strings.Repeat("x", 1<<20)); m < 1<<20/tk.maxCover || m == 0 {
+			t.Errorf("%s: MinTokens of 1 MiB = %d", rel, m)
+		}
+	}
+}
