@@ -182,6 +182,7 @@ func TestChatStreamingAndNot(t *testing.T) {
 
 	sbody := strings.Replace(body, `"temperature":0`, `"temperature":0,"stream":true,"stream_options":{"include_usage":true}`, 1)
 	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(sbody))
+	req.Header.Set("Content-Type", "application/json")
 	sresp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +313,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(c.hdr); i += 2 {
 			req.Header.Set(c.hdr[i], c.hdr[i+1])
 		}
@@ -381,6 +383,7 @@ func TestAPIKey(t *testing.T) {
 func openStream(t *testing.T, ctx context.Context, url, body string, hdr ...string) (*http.Response, *bufio.Reader) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

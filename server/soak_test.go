@@ -50,6 +50,7 @@ func soak(t testing.TB, url string, client *http.Client, n, workers int, seed ui
 				}
 				for t0 := time.Now(); ; {
 					req, _ := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
 					resp, err := client.Do(req)
 					code := -1 // canceled before a response
 					if err == nil {

@@ -50,6 +50,7 @@ func TestServeCommand(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8}`))
 	req.Header.Set("Authorization", "Bearer k")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
