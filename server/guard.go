@@ -225,7 +225,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if err != nil {
 		return nil, nil, s.admissionError(w, err)
 	}
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	mbr := http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+	if r.ContentLength >= 0 {
+		// The server holds the body to its Content-Length: read it in one buffer.
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(mbr, body)
+	} else {
+		body, err = io.ReadAll(mbr)
+	}
 	if err != nil {
 		release()
 		var mbe *http.MaxBytesError
