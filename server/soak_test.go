@@ -110,7 +110,7 @@ func switchPolicies(t testing.TB, url string, client *http.Client, stop <-chan s
 			select {
 			case <-stop:
 				return
-			case <-time.After(3 * time.Millisecond):
+			case <-time.After(10 * time.Millisecond):
 			}
 			set([]string{PolicyPaused, PolicyFull, PolicyElastic}[i%3])
 		}
@@ -156,7 +156,7 @@ func requestCounts(t testing.TB, s *Server) map[string]float64 {
 func TestSoak(t *testing.T) {
 	n := 200
 	if testing.Short() {
-		n = 60
+		n = 40
 	}
 	e := stories(t)
 	g00, fd00 := runtime.NumGoroutine(), openFiles()
