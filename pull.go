@@ -39,6 +39,9 @@ type PullOptions struct {
 	SHA256   string       // expected checksum (hex); default: the one the server reports (X-Linked-Etag / ETag), if any
 	Client   *http.Client // default: one with connection and header timeouts
 	Attempts int          // tries, each resuming where the last stopped (default 3)
+	// RetryDelay is the wait before the second attempt, doubled for each
+	// one after (default 500 ms).
+	RetryDelay time.Duration
 	// IdleTimeout ends an attempt that receives nothing for this long
 	// (default 60 s): a server that stalls does not hang the pull.
 	IdleTimeout time.Duration
@@ -144,6 +147,9 @@ func Pull(ctx context.Context, ref string, opt PullOptions) (PullResult, error) 
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = 60 * time.Second
 	}
+	if opt.RetryDelay <= 0 {
+		opt.RetryDelay = 500 * time.Millisecond
+	}
 	want := strings.ToLower(strings.TrimSpace(opt.SHA256))
 	if want != "" && !isSHA256(want) {
 		return res, fmt.Errorf("shade: --sha256 %q is not 64 hex digits", opt.SHA256)
@@ -193,7 +199,7 @@ func Pull(ctx context.Context, ref string, opt PullOptions) (PullResult, error) 
 			select {
 			case <-ctx.Done():
 				return res, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			case <-time.After(opt.RetryDelay << (attempt - 1)):
 			}
 		}
 		var f fetched
