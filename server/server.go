@@ -259,7 +259,7 @@ func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http
 			writeError(w, apiError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or incorrect API key: send \"Authorization: Bearer KEY\""))
 			return
 		}
-		if r.Method == http.MethodPost || r.Method == http.MethodPut {
+		if (r.Method == http.MethodPost || r.Method == http.MethodPut) && pattern != "/" {
 			if e := checkContentType(r); e != nil {
 				writeError(w, e)
 				return
