@@ -68,7 +68,7 @@ func soak(t testing.TB, url string, client *http.Client, n, workers int, seed ui
 					if code != http.StatusTooManyRequests || time.Since(t0) > 5*time.Second {
 						break
 					}
-					time.Sleep(time.Duration(2+rng.IntN(8)) * time.Millisecond) // back off, as clients do
+					time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond) // back off, as clients do
 				}
 				cancel()
 			}
@@ -154,7 +154,7 @@ func requestCounts(t testing.TB, s *Server) map[string]float64 {
 // a second round leaves the heap where the first left it, and goroutines
 // and open files are back where they were before the server started.
 func TestSoak(t *testing.T) {
-	n := 200
+	n := 150
 	if testing.Short() {
 		n = 40
 	}
