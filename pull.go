@@ -95,8 +95,11 @@ func Resolve(ref, hub, dir string) (src, dst string, err error) {
 		dst = filepath.Join(dir, host, name)
 	} else {
 		m := refRE.FindStringSubmatch(ref)
-		if m == nil || strings.Contains(ref, "..") {
+		if m == nil {
 			return "", "", fmt.Errorf("shade: %q is neither USER/REPO/FILE.gguf nor an http(s) URL", ref)
+		}
+		if strings.Contains("/"+ref, "/.") {
+			return "", "", fmt.Errorf("shade: %q: no part of USER/REPO/FILE.gguf may start with \".\" (no .., no hidden files)", ref)
 		}
 		if hub == "" {
 			hub = DefaultHub
