@@ -2,8 +2,9 @@
 // text completions (streamed as server-sent events or not), the model
 // list, health and Prometheus metrics, request priority (foreground and
 // background) with a one-at-a-time scheduler and a bounded queue, and the
-// hardening around them (body and token limits, timeouts, an optional API
-// key, graceful shutdown). It is not a multi-tenant server: it serves one
+// hardening around them (body and token limits, bounded work before
+// admission, timeouts, an optional API key, Host, Origin and content-type
+// checks against web pages, opt-in CORS, graceful shutdown). It is not a multi-tenant server: it serves one
 // loaded model to the apps of one device.
 package server
 
