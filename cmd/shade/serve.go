@@ -109,6 +109,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ip := net.ParseIP(*host); (ip == nil || !ip.IsLoopback()) && *host != "localhost" && *apiKey == "" {
 		fmt.Fprintf(stderr, "shade serve: warning: listening on %s without --api-key: anyone who can reach this address can use the model\n", *host)
 	}
+	if ip := net.ParseIP(*host); ip != nil && ip.IsUnspecified() {
+		fmt.Fprintf(stderr, "shade serve: clients must address it by IP address or localhost; add --allowed-host NAME for each host name they use\n")
+	}
 	fmt.Fprintf(stderr, "shade serve: %s (chat template %s, speculation %v) on http://%s — Ctrl-C or SIGTERM stops\n",
 		srv.ModelID(), srv.Template().Name(), cfg.Mode, ln.Addr())
 	err = srv.Serve(ctx, ln)
