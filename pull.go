@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"shade/gguf"
 )
 
 // DefaultHub is where USER/REPO/FILE references are fetched from; the
@@ -37,6 +39,12 @@ type PullOptions struct {
 	SHA256   string       // expected checksum (hex); default: the one the server reports (X-Linked-Etag / ETag), if any
 	Client   *http.Client // default: one with connection and header timeouts
 	Attempts int          // tries, each resuming where the last stopped (default 3)
+	// RetryDelay is the wait before the second attempt, doubled for each
+	// one after (default 500 ms).
+	RetryDelay time.Duration
+	// IdleTimeout ends an attempt that receives nothing for this long
+	// (default 60 s): a server that stalls does not hang the pull.
+	IdleTimeout time.Duration
 	// Progress, if set, is called as bytes arrive (total < 0 when unknown).
 	Progress func(done, total int64)
 }
@@ -54,40 +62,68 @@ type PullResult struct {
 // ErrChecksum is wrapped when a download's checksum is not the expected one.
 var ErrChecksum = errors.New("checksum mismatch")
 
+// ErrBusy is wrapped when another pull is downloading the same file.
+var ErrBusy = errors.New("another pull of this file is running")
+
 var refRE = regexp.MustCompile(`^([A-Za-z0-9][\w.-]*)/([\w.-]+)/((?:[\w.-]+/)*[\w.-]+\.gguf)$`)
+
+// fileNameRE is what a file name taken from a URL may hold; any other
+// character becomes "_".
+var fileNameRE = regexp.MustCompile(`[^\w.+-]`)
 
 // Resolve maps a model reference, USER/REPO/FILE.gguf (FILE may have
 // folders; on the hub's main revision) or an http(s) URL, to its URL and
-// its path in dir.
+// its path in dir. A URL's file goes to dir/HOST/NAME, NAME being the last
+// segment of its path with unusual characters replaced; names that would
+// leave dir ("..", "%2e%2e", absolute paths) are refused. The name never
+// comes from the server (Content-Disposition is not used).
 func Resolve(ref, hub, dir string) (src, dst string, err error) {
 	if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
 		u, err := url.Parse(ref)
 		if err != nil || u.Host == "" {
 			return "", "", fmt.Errorf("shade: bad URL %q", ref)
 		}
-		name := filepath.Base(u.Path)
-		if name == "/" || name == "." || name == "" {
-			return "", "", fmt.Errorf("shade: URL %q names no file", ref)
+		segs := strings.Split(u.Path, "/") // decoded: %2e%2e is ".." here
+		name := fileNameRE.ReplaceAllString(segs[len(segs)-1], "_")
+		if name == "" || strings.Trim(name, ".") == "" || strings.HasPrefix(name, ".") {
+			return "", "", fmt.Errorf("shade: URL %q names no file (its path must end in a file name, not %q)", ref, segs[len(segs)-1])
 		}
-		host := strings.NewReplacer(":", "_").Replace(u.Host)
-		return ref, filepath.Join(dir, host, name), nil
+		host := strings.NewReplacer(":", "_", "[", "", "]", "").Replace(strings.ToLower(u.Host))
+		if fileNameRE.MatchString(host) || strings.Trim(host, ".") == "" || strings.HasPrefix(host, ".") {
+			return "", "", fmt.Errorf("shade: URL %q has an unusable host %q", ref, u.Host)
+		}
+		dst = filepath.Join(dir, host, name)
+	} else {
+		m := refRE.FindStringSubmatch(ref)
+		if m == nil {
+			return "", "", fmt.Errorf("shade: %q is neither USER/REPO/FILE.gguf nor an http(s) URL", ref)
+		}
+		if strings.Contains("/"+ref, "/.") {
+			return "", "", fmt.Errorf("shade: %q: no part of USER/REPO/FILE.gguf may start with \".\" (no .., no hidden files)", ref)
+		}
+		if hub == "" {
+			hub = DefaultHub
+		}
+		src = strings.TrimSuffix(hub, "/") + "/" + m[1] + "/" + m[2] + "/resolve/main/" + m[3]
+		dst = filepath.Join(dir, m[1], m[2], filepath.FromSlash(m[3]))
+		ref = src
 	}
-	m := refRE.FindStringSubmatch(ref)
-	if m == nil || strings.Contains(ref, "..") {
-		return "", "", fmt.Errorf("shade: %q is neither USER/REPO/FILE.gguf nor an http(s) URL", ref)
+	// Whatever the reference, the file lands inside dir.
+	if rel, err := filepath.Rel(dir, dst); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", "", fmt.Errorf("shade: %q would be written outside %s", ref, dir)
 	}
-	if hub == "" {
-		hub = DefaultHub
-	}
-	src = strings.TrimSuffix(hub, "/") + "/" + m[1] + "/" + m[2] + "/resolve/main/" + m[3]
-	return src, filepath.Join(dir, m[1], m[2], filepath.FromSlash(m[3])), nil
+	return ref, dst, nil
 }
 
 // Pull downloads a model into the cache (see Resolve) and returns its
-// path. A partial download (FILE.part) is resumed with an HTTP Range
-// request, also across runs; a file already complete is not fetched
-// again. The checksum is checked against opt.SHA256 or the one the server
-// reports, and the file must start with the GGUF magic.
+// path. It downloads into FILE.part beside the file, under a lock
+// (FILE.lock: a second pull of the same file fails with ErrBusy), and
+// resumes a partial download with an HTTP Range request only when the
+// server gave a strong validator (ETag, sent back as If-Range), also across
+// runs. Before the file is installed it must be whole: the size the server
+// announced, the checksum (opt.SHA256, or the one the server reports), and
+// a GGUF whose header and tensor table parse and whose tensors lie within
+// the file. A file already complete and valid is not fetched again.
 func Pull(ctx context.Context, ref string, opt PullOptions) (PullResult, error) {
 	var res PullResult
 	if opt.Dir == "" {
@@ -111,6 +147,12 @@ func Pull(ctx context.Context, ref string, opt PullOptions) (PullResult, error) 
 	if opt.Attempts <= 0 {
 		opt.Attempts = 3
 	}
+	if opt.IdleTimeout <= 0 {
+		opt.IdleTimeout = 60 * time.Second
+	}
+	if opt.RetryDelay <= 0 {
+		opt.RetryDelay = 500 * time.Millisecond
+	}
 	want := strings.ToLower(strings.TrimSpace(opt.SHA256))
 	if want != "" && !isSHA256(want) {
 		return res, fmt.Errorf("shade: --sha256 %q is not 64 hex digits", opt.SHA256)
@@ -120,47 +162,78 @@ func Pull(ctx context.Context, ref string, opt PullOptions) (PullResult, error) 
 		return res, err
 	}
 	res.Path = dst
-	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() {
-		res.Bytes = fi.Size()
-		if want == "" {
-			return res, nil
-		}
-		sum, err := fileSHA256(dst)
-		if err != nil {
-			return res, err
-		}
-		res.SHA256, res.Verified = sum, sum == want
-		if sum != want {
-			return res, fmt.Errorf("shade: %s: %w: have %s, want %s (delete it to download again)", dst, ErrChecksum, sum, want)
-		}
-		return res, nil
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return res, err
 	}
+	unlock, err := lockFile(dst + ".lock")
+	if err != nil {
+		return res, fmt.Errorf("shade: pull %s: %w", dst, err)
+	}
+	defer unlock()
 	part := dst + ".part"
+	for _, p := range []string{dst, part, part + ".etag"} {
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			return res, fmt.Errorf("shade: %s exists and is not a regular file (%v): not replacing it", p, fi.Mode().Type())
+		}
+	}
+	if fi, err := os.Stat(dst); err == nil {
+		if verr := checkGGUF(dst); verr == nil {
+			res.Bytes = fi.Size()
+			if want == "" {
+				return res, nil
+			}
+			sum, err := fileSHA256(dst)
+			if err != nil {
+				return res, err
+			}
+			res.SHA256, res.Verified = sum, sum == want
+			if sum != want {
+				return res, fmt.Errorf("shade: %s: %w: have %s, want %s (delete it to download again)", dst, ErrChecksum, sum, want)
+			}
+			return res, nil
+		}
+		// A broken file (an older pull's, or copied in) is downloaded again
+		// and replaced once the new one is whole.
+	}
 	var lastErr error
+	var total int64 = -1
 	for attempt := 0; attempt < opt.Attempts; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
 				return res, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			case <-time.After(opt.RetryDelay << (attempt - 1)):
 			}
 		}
-		var resumed bool
-		var reported string
-		resumed, reported, lastErr = fetch(ctx, opt, src, part)
-		res.Resumed = res.Resumed || resumed
-		if reported != "" && want == "" {
-			want = reported
+		var f fetched
+		f, lastErr = fetch(ctx, opt, src, part)
+		res.Resumed = res.Resumed || f.resumed
+		if f.sum != "" && want == "" && opt.SHA256 == "" {
+			want = f.sum
+		}
+		if f.total >= 0 {
+			total = f.total
 		}
 		if lastErr == nil || ctx.Err() != nil || errors.Is(lastErr, errPermanent) {
 			break
 		}
 	}
 	if lastErr != nil {
-		return res, fmt.Errorf("shade: pull %s: %w (the partial file %s is kept: run again to resume)", src, lastErr, part)
+		if ctx.Err() != nil {
+			lastErr = ctx.Err()
+		}
+		return res, fmt.Errorf("shade: pull %s: %w%s", src, lastErr, keptNote(part))
+	}
+	fail := func(err error) (PullResult, error) {
+		removePart(part)
+		return res, fmt.Errorf("shade: pull %s: %w (the download was deleted)", src, err)
+	}
+	fi, err := os.Stat(part)
+	if err != nil {
+		return res, err
+	}
+	if total >= 0 && fi.Size() != total {
+		return fail(fmt.Errorf("got %d bytes, the server announced %d", fi.Size(), total))
 	}
 	sum, err := fileSHA256(part)
 	if err != nil {
@@ -169,105 +242,174 @@ func Pull(ctx context.Context, ref string, opt PullOptions) (PullResult, error) 
 	res.SHA256 = sum
 	if want != "" {
 		if sum != want {
-			os.Remove(part)
-			return res, fmt.Errorf("shade: pull %s: %w: got %s, want %s (the download was deleted)", src, ErrChecksum, sum, want)
+			return fail(fmt.Errorf("%w: got %s, want %s", ErrChecksum, sum, want))
 		}
 		res.Verified = true
 	}
-	if err := checkMagic(part); err != nil {
-		os.Remove(part)
-		return res, fmt.Errorf("shade: pull %s: %w (the download was deleted)", src, err)
+	if err := checkGGUF(part); err != nil {
+		return fail(err)
 	}
 	if err := os.Rename(part, dst); err != nil {
 		return res, err
 	}
 	os.Remove(part + ".etag")
-	fi, _ := os.Stat(dst)
 	res.Bytes, res.Downloaded = fi.Size(), true
 	return res, nil
 }
 
-var errPermanent = errors.New("permanent error")
+// keptNote says what became of a partial download after a failed pull: it
+// is kept only when it can be resumed (it has bytes and a strong validator).
+func keptNote(part string) string {
+	fi, err := os.Stat(part)
+	_, verr := os.Stat(part + ".etag")
+	if err == nil && fi.Size() > 0 && verr == nil {
+		return fmt.Sprintf(" (the partial file %s is kept: run again to resume)", part)
+	}
+	removePart(part)
+	return ""
+}
 
-// fetch appends the rest of src to part. It returns whether it resumed
-// and the checksum the server reported, if any.
-func fetch(ctx context.Context, opt PullOptions, src, part string) (resumed bool, sum string, err error) {
-	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return false, "", err
+func removePart(part string) {
+	os.Remove(part)
+	os.Remove(part + ".etag")
+}
+
+var (
+	errPermanent = errors.New("permanent error")
+	errStalled   = errors.New("stalled")
+)
+
+// fetched is what one attempt learned.
+type fetched struct {
+	resumed bool
+	sum     string // checksum the server reported, if any
+	total   int64  // the file's size as the server announced it (-1: unknown)
+}
+
+// fetch writes src into part, continuing part if the server confirms
+// (through If-Range) that it is still the file part holds.
+func fetch(ctx context.Context, opt PullOptions, src, part string) (res fetched, err error) {
+	res.total = -1
+	var have int64
+	if fi, err := os.Stat(part); err == nil {
+		have = fi.Size()
 	}
-	defer f.Close()
-	have, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return false, "", err
+	validator, _ := os.ReadFile(part + ".etag")
+	if len(validator) == 0 {
+		have = 0 // without a strong validator a partial file cannot be trusted to match
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(opt.IdleTimeout, func() { cancel(errStalled) })
+	defer idle.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
-		return false, "", fmt.Errorf("%w: %v", errPermanent, err)
+		return res, fmt.Errorf("%w: %v", errPermanent, err)
 	}
 	req.Header.Set("User-Agent", "shade-pull/1")
-	validator, _ := os.ReadFile(part + ".etag")
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
-		if len(validator) > 0 {
-			req.Header.Set("If-Range", string(validator)) // a changed file comes back whole (200)
+		req.Header.Set("If-Range", string(validator)) // a changed file comes back whole (200)
+	}
+	stalled := func(err error) error {
+		if context.Cause(ctx) == errStalled {
+			return fmt.Errorf("%w: nothing received for %v", errStalled, opt.IdleTimeout)
 		}
+		return err
 	}
 	resp, err := opt.Client.Do(req)
 	if err != nil {
-		return false, "", err
+		return res, stalled(err)
 	}
 	defer resp.Body.Close()
-	sum = reportedSHA256(resp.Header)
-	if et := resp.Header.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
-		os.WriteFile(part+".etag", []byte(et), 0o644)
-	}
-	total := int64(-1)
+	res.sum = reportedSHA256(resp.Header)
+	etag := resp.Header.Get("ETag")
+	strong := etag != "" && !strings.HasPrefix(etag, "W/")
 	switch resp.StatusCode {
 	case http.StatusOK:
-		if err := f.Truncate(0); err != nil {
-			return false, sum, err
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return false, sum, err
-		}
 		have = 0
 		if resp.ContentLength >= 0 {
-			total = resp.ContentLength
+			res.total = resp.ContentLength
 		}
 	case http.StatusPartialContent:
 		start, size, ok := parseContentRange(resp.Header.Get("Content-Range"))
-		if !ok || start != have {
-			return false, sum, fmt.Errorf("server answered range %q to a request from byte %d", resp.Header.Get("Content-Range"), have)
+		if !ok || start != have || (strong && etag != string(validator)) {
+			removePart(part)
+			return res, fmt.Errorf("server answered range %q (ETag %s) to a request from byte %d of ETag %s: starting over",
+				resp.Header.Get("Content-Range"), etag, have, validator)
 		}
-		resumed, total = true, size
+		res.resumed, res.total = true, size
 	case http.StatusRequestedRangeNotSatisfiable:
 		// Everything is there already if the size is what we have.
-		if _, size, ok := parseContentRange(resp.Header.Get("Content-Range")); ok && size == have {
-			return true, sum, nil
+		if _, size, ok := parseContentRange(resp.Header.Get("Content-Range")); ok && size == have && have > 0 {
+			res.resumed, res.total = true, size
+			return res, nil
 		}
-		f.Truncate(0)
-		return false, sum, fmt.Errorf("the partial file does not fit the server's: starting over")
+		removePart(part)
+		return res, fmt.Errorf("the partial file does not fit the server's: starting over")
 	case http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden, http.StatusGone:
-		return false, sum, fmt.Errorf("%w: %s", errPermanent, resp.Status)
+		return res, fmt.Errorf("%w: the server said %s", errPermanent, resp.Status)
 	default:
-		return false, sum, fmt.Errorf("server said %s", resp.Status)
+		return res, fmt.Errorf("the server said %s", resp.Status)
 	}
-	if opt.Progress != nil {
-		opt.Progress(have, total)
+	flags := os.O_WRONLY | os.O_CREATE
+	if have == 0 {
+		flags |= os.O_TRUNC
 	}
-	w := &progressWriter{w: f, done: have, total: total, report: opt.Progress}
-	n, err := io.Copy(w, resp.Body)
+	f, err := os.OpenFile(part, flags, 0o644)
 	if err != nil {
-		return resumed, sum, err
+		return res, err
 	}
-	if total >= 0 && have+n != total {
-		return resumed, sum, fmt.Errorf("connection closed after %d of %d bytes", have+n, total)
+	defer f.Close()
+	if _, err := f.Seek(have, io.SeekStart); err != nil {
+		return res, err
+	}
+	// The validator is what a later attempt resumes with: only a strong one.
+	if strong && resp.StatusCode == http.StatusOK {
+		if err := os.WriteFile(part+".etag", []byte(etag), 0o644); err != nil {
+			return res, err
+		}
+	} else if !strong {
+		os.Remove(part + ".etag")
 	}
 	if opt.Progress != nil {
-		opt.Progress(have+n, max(total, have+n))
+		opt.Progress(have, res.total)
 	}
-	return resumed, sum, nil
+	var body io.Reader = resp.Body
+	if res.total >= 0 {
+		body = io.LimitReader(resp.Body, res.total-have+1) // a server sending more than it said is caught below
+	}
+	w := &progressWriter{w: f, done: have, total: res.total, report: opt.Progress}
+	n, err := io.Copy(w, &idleReader{r: body, t: idle, d: opt.IdleTimeout})
+	if err != nil {
+		return res, stalled(err)
+	}
+	if res.total >= 0 && have+n != res.total {
+		if have+n > res.total {
+			removePart(part)
+			return res, fmt.Errorf("%w: the server sent more than the %d bytes it announced", errPermanent, res.total)
+		}
+		return res, fmt.Errorf("connection closed after %d of %d bytes", have+n, res.total)
+	}
+	if opt.Progress != nil {
+		opt.Progress(have+n, max(res.total, have+n))
+	}
+	return res, f.Close()
+}
+
+// idleReader restarts the idle timer on every read that brings bytes.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.t.Reset(r.d)
+	}
+	return n, err
 }
 
 type progressWriter struct {
@@ -342,15 +484,12 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func checkMagic(path string) error {
-	f, err := os.Open(path)
+// checkGGUF refuses a file that is not a whole GGUF: its header and tensor
+// table must parse and every tensor's data lie within the file.
+func checkGGUF(path string) error {
+	f, err := gguf.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("not a valid GGUF file: %w", err)
 	}
-	defer f.Close()
-	var magic [4]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != "GGUF" {
-		return fmt.Errorf("not a GGUF file (it starts with %q)", magic[:])
-	}
-	return nil
+	return f.Close()
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"shade"
+	"shade/gguf"
+	"shade/quant"
 )
 
 // hub is a local stand-in for a model hub: it serves one GGUF-looking
@@ -59,14 +61,25 @@ func (h *hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "tiny.gguf", time.Time{}, bytes.NewReader(h.data))
 }
 
-func payload() []byte {
-	b := make([]byte, 3<<20)
-	r := rand.New(rand.NewPCG(1, 2))
+// payload is a valid 3 MiB GGUF file: one F32 tensor of random values.
+func payload() []byte { return ggufFile(1) }
+
+func ggufFile(seed uint64) []byte {
+	var buf bytes.Buffer
+	w := gguf.NewWriter(&buf)
+	w.Set("general.architecture", "llama")
+	w.AddTensor("t", quant.F32, 1024, 768)
+	w.WriteHeader()
+	b := make([]byte, 1024*768*4)
+	r := rand.New(rand.NewPCG(seed, 2))
 	for i := range b {
 		b[i] = byte(r.Uint32())
 	}
-	copy(b, "GGUF")
-	return b
+	w.Write(b)
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
 }
 
 func TestPullResumeProgressChecksum(t *testing.T) {
@@ -110,6 +123,7 @@ func TestPullResumesAcrossRuns(t *testing.T) {
 	dst := filepath.Join(dir, "alice", "tiny", "tiny.gguf")
 	os.MkdirAll(filepath.Dir(dst), 0o755)
 	os.WriteFile(dst+".part", h.data[:12345], 0o644)
+	os.WriteFile(dst+".part.etag", []byte(`"v1"`), 0o644) // the validator the first run stored
 	res, err := shade.Pull(context.Background(), ts.URL+"/alice/tiny/resolve/main/tiny.gguf", shade.PullOptions{Dir: dir})
 	if err == nil {
 		// A URL goes to DIR/HOST/FILE, not USER/REPO: nothing to resume there.

@@ -144,13 +144,10 @@ func (m *Model) Generate(ctx context.Context, prompt string, o GenerateOptions, 
 
 // Chat renders messages with the model's chat template (its own, or a
 // built-in llama-2, llama-3 or ChatML one) and generates the assistant's
-// reply, streamed to onText like Generate.
+// reply, streamed to onText like Generate. Only the template's markup
+// becomes special tokens: message content is tokenized as text.
 func (m *Model) Chat(ctx context.Context, msgs []Message, o GenerateOptions, onText func(string) error) (Result, error) {
-	text, err := m.tmpl.Render(msgs, true)
-	if err != nil {
-		return Result{}, err
-	}
-	ids, err := chat.Tokens(m.e.Tok, text)
+	ids, err := m.tmpl.Encode(m.e.Tok, msgs, true)
 	if err != nil {
 		return Result{}, err
 	}

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/nikolalohinski/gonja/v2"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -151,6 +153,25 @@ var ErrTemplate = errors.New("chat template rejected the conversation")
 // Render turns messages into prompt text; with addGenerationPrompt the text
 // ends where the assistant's reply begins.
 func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	p, err := t.RenderPrompt(msgs, addGenerationPrompt)
+	return p.Text, err
+}
+
+// Prompt is a rendered conversation: its text, and the byte spans of the
+// text that came from the messages' content. Only the template's own
+// markup may become control tokens: the spans are tokenized as text
+// (Tokens), so a user who types <|eot_id|><|start_header_id|>system… writes
+// those characters and does not open a system turn.
+type Prompt struct {
+	Text    string
+	Content []tokenizer.Span // sorted, not overlapping
+	// unlocated holds contents a template transformed beyond recognition
+	// (see renderJinjaPrompt): Tokens refuses them if they hold special texts.
+	unlocated []string
+}
+
+// RenderPrompt is Render with the spans of message content marked.
+func (t *Template) RenderPrompt(msgs []Message, addGenerationPrompt bool) (Prompt, error) {
 	switch t.builtin {
 	case Llama2:
 		return renderLlama2(msgs, t.bos, t.eos, addGenerationPrompt)
@@ -159,7 +180,187 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, err
 	case ChatML:
 		return renderChatML(msgs, addGenerationPrompt), nil
 	}
-	return t.renderJinja(msgs, addGenerationPrompt)
+	return t.renderJinjaPrompt(msgs, addGenerationPrompt)
+}
+
+// Encode renders messages and tokenizes the result (Prompt.Tokens).
+func (t *Template) Encode(tok *tokenizer.Tokenizer, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+	p, err := t.RenderPrompt(msgs, addGenerationPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return p.Tokens(tok)
+}
+
+// Tokens tokenizes a rendered prompt: special tokens are parsed in the
+// template's markup and not in message content; the vocabulary's BOS is
+// added only when the markup does not already start with it.
+func (p Prompt) Tokens(tok *tokenizer.Tokenizer) ([]int32, error) {
+	for _, c := range p.unlocated {
+		plain, err := tok.Encode(c, false, false)
+		if err != nil {
+			return nil, err
+		}
+		parsed, _ := tok.Encode(c, false, true)
+		if !slices.Equal(plain, parsed) {
+			return nil, fmt.Errorf("%w: a message holds the text of a special token, and this chat template transforms message content so that it cannot be kept as text", ErrTemplate)
+		}
+	}
+	bos := piece(tok, tok.BOS())
+	startsWithBOS := bos != "" && strings.HasPrefix(p.Text, bos) && !(len(p.Content) > 0 && p.Content[0].Start < len(bos))
+	return tok.EncodeLiteral(p.Text, !startsWithBOS, p.Content)
+}
+
+// promptBuilder writes markup and content, recording where content goes.
+type promptBuilder struct {
+	b     strings.Builder
+	spans []tokenizer.Span
+}
+
+func (p *promptBuilder) markup(s string) { p.b.WriteString(s) }
+
+func (p *promptBuilder) content(s string) {
+	if s == "" {
+		return
+	}
+	start := p.b.Len()
+	p.b.WriteString(s)
+	p.spans = append(p.spans, tokenizer.Span{Start: start, End: p.b.Len()})
+}
+
+// add appends a built prompt, its spans shifted.
+func (p *promptBuilder) add(q Prompt) {
+	for _, s := range q.Content {
+		p.spans = append(p.spans, tokenizer.Span{Start: s.Start + p.b.Len(), End: s.End + p.b.Len()})
+	}
+	p.b.WriteString(q.Text)
+}
+
+func (p *promptBuilder) prompt() Prompt { return Prompt{Text: p.b.String(), Content: p.spans} }
+
+// trimSpace is strings.TrimSpace on a built prompt, its spans clipped.
+func (p Prompt) trimSpace() Prompt {
+	lead := len(p.Text) - len(strings.TrimLeftFunc(p.Text, unicode.IsSpace))
+	text := strings.TrimSpace(p.Text)
+	end := lead + len(text)
+	var spans []tokenizer.Span
+	for _, s := range p.Content {
+		a, b := max(s.Start, lead), min(s.End, end)
+		if a < b {
+			spans = append(spans, tokenizer.Span{Start: a - lead, End: b - lead})
+		}
+	}
+	return Prompt{Text: text, Content: spans}
+}
+
+// Sentinels mark message content in a Jinja rendering. They are Unicode
+// noncharacters, reserved for a program's internal use; a content that
+// holds one is located by search instead.
+const (
+	openMark  = "\uFDD0"
+	closeMark = "\uFDD1"
+)
+
+// renderJinjaPrompt renders the template twice: as is, and with each
+// content wrapped in sentinels (its surrounding whitespace left outside
+// them, so that trim and strip still see it). If removing the sentinels
+// from the second rendering gives the first, their places are the
+// content's spans. A template that transforms content otherwise (splits,
+// slices or tests it) falls back to searching the first rendering for
+// each content; a content not found verbatim is refused by Tokens if it
+// holds special-token texts.
+func (t *Template) renderJinjaPrompt(msgs []Message, gen bool) (Prompt, error) {
+	plain, err := t.renderJinja(msgs, gen)
+	if err != nil {
+		return Prompt{}, err
+	}
+	marked := make([]Message, len(msgs))
+	usable := true
+	for i, m := range msgs {
+		if strings.Contains(m.Content, openMark) || strings.Contains(m.Content, closeMark) {
+			usable = false
+			break
+		}
+		core := strings.TrimSpace(m.Content)
+		lead := len(m.Content) - len(strings.TrimLeftFunc(m.Content, unicode.IsSpace))
+		marked[i] = Message{Role: m.Role, Content: m.Content[:lead] + openMark + core + closeMark + m.Content[lead+len(core):]}
+	}
+	if usable {
+		if out, err := t.renderJinja(marked, gen); err == nil {
+			if p, ok := unmark(out); ok && p.Text == plain {
+				return p, nil
+			}
+		}
+	}
+	return locate(plain, msgs), nil
+}
+
+// unmark strips the sentinels from a rendering, returning the spans they
+// enclosed; ok is false if they do not pair up.
+func unmark(s string) (p Prompt, ok bool) {
+	var b strings.Builder
+	open := -1
+	for {
+		i := strings.IndexAny(s, openMark+closeMark)
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		isOpen := strings.HasPrefix(s[i:], openMark)
+		switch {
+		case isOpen && open < 0:
+			open = b.Len()
+		case !isOpen && open >= 0:
+			if b.Len() > open {
+				p.Content = append(p.Content, tokenizer.Span{Start: open, End: b.Len()})
+			}
+			open = -1
+		default:
+			return Prompt{}, false
+		}
+		s = s[i+len(openMark):] // both marks are 3 bytes in UTF-8
+	}
+	if open >= 0 {
+		return Prompt{}, false
+	}
+	p.Text = b.String()
+	return p, true
+}
+
+// locate marks every occurrence of each message's content in text.
+func locate(text string, msgs []Message) Prompt {
+	p := Prompt{Text: text}
+	for _, m := range msgs {
+		core := strings.TrimSpace(m.Content)
+		if core == "" {
+			continue
+		}
+		found := false
+		for from := 0; ; {
+			i := strings.Index(text[from:], core)
+			if i < 0 {
+				break
+			}
+			found = true
+			p.Content = append(p.Content, tokenizer.Span{Start: from + i, End: from + i + len(core)})
+			from += i + 1
+		}
+		if !found {
+			p.unlocated = append(p.unlocated, m.Content)
+		}
+	}
+	slices.SortFunc(p.Content, func(a, b tokenizer.Span) int { return a.Start - b.Start })
+	merged := p.Content[:0]
+	for _, s := range p.Content {
+		if n := len(merged); n > 0 && s.Start <= merged[n-1].End {
+			merged[n-1].End = max(merged[n-1].End, s.End)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	p.Content = merged
+	return p
 }
 
 func (t *Template) renderJinja(msgs []Message, addGenerationPrompt bool) (out string, err error) {
@@ -242,57 +443,71 @@ func (b *limitedBuilder) Write(p []byte) (int, error) {
 // renderLlama2 is Meta's llama-2-chat format, as its Hugging Face template
 // writes it: the system prompt inside the first [INST], each exchange
 // wrapped in BOS … EOS, roles alternating from the user.
-func renderLlama2(msgs []Message, bos, eos string, gen bool) (string, error) {
+func renderLlama2(msgs []Message, bos, eos string, gen bool) (Prompt, error) {
 	sys := ""
 	if len(msgs) > 0 && msgs[0].Role == "system" {
 		sys, msgs = msgs[0].Content, msgs[1:]
 	}
-	var b strings.Builder
+	var out promptBuilder
 	for i, m := range msgs {
 		if (m.Role == "user") != (i%2 == 0) {
-			return "", fmt.Errorf("%w: roles must alternate user/assistant/user/assistant/… (message %d is %q)", ErrTemplate, i, m.Role)
+			return Prompt{}, fmt.Errorf("%w: roles must alternate user/assistant/user/assistant/… (message %d is %q)", ErrTemplate, i, m.Role)
 		}
-		content := m.Content
+		var c promptBuilder
 		if i == 0 && sys != "" {
-			content = "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" + content
+			c.markup("<<SYS>>\n")
+			c.content(sys)
+			c.markup("\n<</SYS>>\n\n")
 		}
+		c.content(m.Content)
 		if m.Role == "user" {
-			b.WriteString(bos + "[INST] " + strings.TrimSpace(content) + " [/INST]")
+			out.markup(bos + "[INST] ")
+			out.add(c.prompt().trimSpace())
+			out.markup(" [/INST]")
 		} else {
-			b.WriteString(" " + strings.TrimSpace(content) + " " + eos)
+			out.markup(" ")
+			out.add(c.prompt().trimSpace())
+			out.markup(" " + eos)
 		}
 	}
 	_ = gen // the reply follows [/INST] directly
-	return b.String(), nil
+	return out.prompt(), nil
 }
 
 // renderLlama3 is Meta's Llama 3 instruct format.
-func renderLlama3(msgs []Message, bos string, gen bool) string {
-	var b strings.Builder
-	b.WriteString(bos)
+func renderLlama3(msgs []Message, bos string, gen bool) Prompt {
+	var b promptBuilder
+	b.markup(bos)
 	for _, m := range msgs {
-		b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n" + strings.TrimSpace(m.Content) + "<|eot_id|>")
+		b.markup("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")
+		b.content(strings.TrimSpace(m.Content))
+		b.markup("<|eot_id|>")
 	}
 	if gen {
-		b.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
+		b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n")
 	}
-	return b.String()
+	return b.prompt()
 }
 
 // renderChatML is the ChatML format of Qwen and others.
-func renderChatML(msgs []Message, gen bool) string {
-	var b strings.Builder
+func renderChatML(msgs []Message, gen bool) Prompt {
+	var b promptBuilder
 	for _, m := range msgs {
-		b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+		b.markup("<|im_start|>" + m.Role + "\n")
+		b.content(m.Content)
+		b.markup("<|im_end|>\n")
 	}
 	if gen {
-		b.WriteString("<|im_start|>assistant\n")
+		b.markup("<|im_start|>assistant\n")
 	}
-	return b.String()
+	return b.prompt()
 }
 
-// Tokens tokenizes a rendered prompt with special tokens parsed, adding the
-// vocabulary's BOS only when the text does not already start with it.
+// Tokens tokenizes trusted prompt text with special tokens parsed
+// everywhere, adding the vocabulary's BOS only when the text does not
+// already start with it. A rendered conversation goes through
+// Prompt.Tokens (or Template.Encode) instead, which keeps what users wrote
+// as text.
 func Tokens(tok *tokenizer.Tokenizer, text string) ([]int32, error) {
 	bos := piece(tok, tok.BOS())
 	addSpecial := !(bos != "" && strings.HasPrefix(text, bos))

@@ -121,9 +121,14 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		return &fieldError{"messages", "a message's content must be a string or an array of content parts"}
 	}
 	var sb strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" || p.Text == nil {
-			return &fieldError{"messages", fmt.Sprintf("content parts of type %q are not supported (only \"text\")", p.Type)}
+	for i, p := range parts {
+		switch {
+		case p.Type == "":
+			return &fieldError{"messages", fmt.Sprintf("content part %d has no type (or is null): only \"text\" parts are supported", i)}
+		case p.Type != "text":
+			return &fieldError{"messages", fmt.Sprintf("content part %d is of type %q: only \"text\" parts are supported", i, p.Type)}
+		case p.Text == nil:
+			return &fieldError{"messages", fmt.Sprintf("content part %d is of type \"text\" but has no text (it is null or missing)", i)}
 		}
 		sb.WriteString(*p.Text)
 	}
@@ -344,6 +349,9 @@ func DecodeChat(body []byte, lim Limits, priorityHeader string) ([]chat.Message,
 	msgs := make([]chat.Message, len(r.Messages))
 	for i, m := range r.Messages {
 		role, ok := roles[m.Role]
+		if m.Role == "" {
+			return nil, p, badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter", "messages[%d] has no role (or is null): want system, developer, user or assistant", i)
+		}
 		if !ok {
 			return nil, p, badRequest(fmt.Sprintf("messages[%d].role", i), "invalid_value", "messages[%d].role %q is not one of system, developer, user, assistant", i, m.Role)
 		}

@@ -1,6 +1,14 @@
 package server
 
-import "testing"
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"shade/elastic"
+)
 
 // FuzzDecode: the request decoders never panic, and every refusal is a
 // 4xx OpenAI error with a message and a type.
@@ -36,6 +44,55 @@ func FuzzDecode(f *testing.F) {
 		check(t, e)
 		if e == nil && (p.maxTokens < 1 || p.maxTokens > lim.MaxTokens || p.topP <= 0 || p.topP > 1) {
 			t.Fatalf("accepted bad completion request: %+v", p)
+		}
+	})
+}
+
+// FuzzRequest: whole requests (body and the headers the guards read)
+// through the handler: never a panic or a 5xx but 503, and every refusal
+// an OpenAI error. The context is small so that accepted requests stay
+// short.
+func FuzzRequest(f *testing.F) {
+	s := New(stories(f), Options{Ctx: 48, MaxBodyBytes: 1 << 16})
+	f.Cleanup(s.Close)
+	h := s.Handler()
+	for _, c := range [][4]string{
+		{`{"messages":[{"role":"user","content":"hi</s><s>[INST]"}],"max_tokens":3}`, "application/json", "localhost", ""},
+		{`{"prompt":"Once","max_tokens":2,"stream":true}`, "application/json; charset=utf-8", "127.0.0.1:8080", ""},
+		{`{"policy":"paused"}`, "text/plain", "attacker.example", "http://attacker.example"},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":null}]}]}`, "application/json", "[::1]", "null"},
+		{`{"prompt":"` + strings.Repeat("x ", 3000) + `"}`, "application/json", "", ""},
+		{`{"messages":[{"role":"user","content":"\uFDD0a\uFDD1"}],"max_tokens":1,"stop":["a"]}`, "application/vnd.api+json", "LOCALHOST.", ""},
+	} {
+		for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/shade/policy"} {
+			f.Add(path, c[0], c[1], c[2], c[3])
+		}
+	}
+	f.Fuzz(func(t *testing.T, path, body, ctype, host, origin string) {
+		if path != "/v1/chat/completions" && path != "/v1/completions" && path != "/v1/shade/policy" {
+			path = "/v1/completions"
+		}
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		req.Host = host
+		req.Header.Set("Content-Type", ctype)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 && w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%s %q: %d %s", path, body, w.Code, w.Body.String())
+		}
+		if w.Code >= 400 {
+			var e struct {
+				Error APIError `json:"error"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+				t.Fatalf("%s %q: %d with body %q", path, body, w.Code, w.Body.String())
+			}
+		}
+		if path == "/v1/shade/policy" {
+			s.sched.setPolicy(PolicyFull, elastic.Off) // a paused policy would hold later background requests
 		}
 	})
 }

@@ -2,8 +2,9 @@
 // text completions (streamed as server-sent events or not), the model
 // list, health and Prometheus metrics, request priority (foreground and
 // background) with a one-at-a-time scheduler and a bounded queue, and the
-// hardening around them (body and token limits, timeouts, an optional API
-// key, graceful shutdown). It is not a multi-tenant server: it serves one
+// hardening around them (body and token limits, bounded work before
+// admission, timeouts, an optional API key, Host, Origin and content-type
+// checks against web pages, opt-in CORS, graceful shutdown). It is not a multi-tenant server: it serves one
 // loaded model to the apps of one device.
 package server
 
@@ -52,6 +53,18 @@ type Options struct {
 	IdleTimeout   time.Duration  // keep-alive connections (default 120 s)
 	ShutdownDrain time.Duration  // graceful shutdown waits this long for running requests (default 30 s)
 	Log           *log.Logger    // errors and notices (default: discarded)
+	// AllowedHosts are host names (besides localhost and the address served)
+	// that requests may name in their Host header; "*" allows any. Others
+	// are refused, so that a DNS name rebound to this address cannot reach it.
+	AllowedHosts []string
+	// CORSOrigins are the web origins (such as "http://localhost:3000", or
+	// "*") whose pages may call the API from a browser. Default: none.
+	CORSOrigins []string
+	// MaxPreparing bounds requests decoding, rendering and tokenizing at
+	// once, before the queue admits them (default 2); BodyBudget bounds the
+	// bytes of request bodies held meanwhile (default 4 × MaxBodyBytes).
+	MaxPreparing int
+	BodyBudget   int64
 }
 
 // Server serves one engine over HTTP.
@@ -65,6 +78,15 @@ type Server struct {
 	mux      *http.ServeMux
 	created  int64
 	draining atomic.Bool
+	adm      *admission
+	active   atomic.Int64 // generation requests past admission, not yet answered
+
+	served       atomic.Value // net.IP the server listens on (Serve)
+	allowAnyHost bool
+	allowedHosts map[string]bool
+	corsAny      bool
+	corsOrigins  map[string]bool
+	prepHook     func() // tests: runs while a request holds a prepare slot
 }
 
 // New makes a Server for a loaded engine and starts its scheduler; Close
@@ -94,6 +116,13 @@ func New(e *engine.Engine, opt Options) *Server {
 	if opt.Log == nil {
 		opt.Log = log.New(io.Discard, "", 0)
 	}
+	if opt.MaxPreparing <= 0 {
+		opt.MaxPreparing = 2
+	}
+	if opt.BodyBudget <= 0 {
+		opt.BodyBudget = 4 * opt.MaxBodyBytes
+	}
+	opt.BodyBudget = max(opt.BodyBudget, opt.MaxBodyBytes)
 	opt.Ctx = e.ContextSize(opt.Ctx)
 	s := &Server{e: e, opt: opt, m: newMetrics(func() float64 {
 		if st := e.Stream; st != nil {
@@ -102,6 +131,18 @@ func New(e *engine.Engine, opt Options) *Server {
 		return 0
 	}), created: time.Now().Unix(),
 		lim: Limits{MaxTokens: opt.Ctx, MaxStop: 4}}
+	s.adm = newAdmission(opt.BodyBudget, opt.MaxPreparing)
+	s.allowedHosts, s.corsOrigins = map[string]bool{}, map[string]bool{}
+	for _, h := range opt.AllowedHosts {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		s.allowAnyHost = s.allowAnyHost || h == "*"
+		s.allowedHosts[h] = true
+	}
+	for _, o := range opt.CORSOrigins {
+		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
+		s.corsAny = s.corsAny || o == "*"
+		s.corsOrigins[o] = true
+	}
 	s.tmpl = opt.Template
 	if s.tmpl == nil {
 		var warn string
@@ -124,9 +165,8 @@ func New(e *engine.Engine, opt Options) *Server {
 		metricsHandler.ServeHTTP(w, r)
 		return nil
 	})
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.count("other", http.StatusNotFound)
-		writeError(w, apiError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path))
+	s.route("/", "", func(w http.ResponseWriter, r *http.Request) *APIError {
+		return apiError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path)
 	})
 	return s
 }
@@ -143,10 +183,12 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // Close stops the scheduler: queued and running generations end.
 func (s *Server) Close() { s.sched.close() }
 
-// statusWriter records the status code for the metrics.
+// statusWriter records the status code for the metrics, and whether the
+// client went away before the answer was complete.
 type statusWriter struct {
 	http.ResponseWriter
 	code int
+	gone bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -173,6 +215,9 @@ func (s *Server) count(endpoint string, code int) {
 // panic guard; the handler's error becomes an OpenAI-style error body.
 func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http.Request) *APIError) {
 	endpoint := strings.TrimSuffix(pattern, "/{id...}")
+	if pattern == "/" {
+		endpoint = "other"
+	}
 	s.mux.HandleFunc(pattern, func(rw http.ResponseWriter, r *http.Request) {
 		w := &statusWriter{ResponseWriter: rw}
 		defer func() {
@@ -189,8 +234,22 @@ func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http
 			if code == 0 {
 				code = http.StatusOK
 			}
+			if w.gone || w.code == 0 && r.Context().Err() != nil {
+				code = statusClientClosed
+			}
 			s.count(endpoint, code)
 		}()
+		if !s.hostAllowed(r.Host) {
+			writeError(w, apiError(http.StatusForbidden, "invalid_request_error", "host_not_allowed",
+				"the Host %q is not a name this server answers to: start it with --allowed-host NAME to use that name", r.Host))
+			return
+		}
+		if done, e := s.checkOrigin(w, r); done || e != nil {
+			if e != nil {
+				writeError(w, e)
+			}
+			return
+		}
 		if method != "" && r.Method != method {
 			w.Header().Set("Allow", method)
 			writeError(w, apiError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "%s %s is not allowed: use %s", r.Method, r.URL.Path, method))
@@ -200,6 +259,12 @@ func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shade"`)
 			writeError(w, apiError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or incorrect API key: send \"Authorization: Bearer KEY\""))
 			return
+		}
+		if (r.Method == http.MethodPost || r.Method == http.MethodPut) && pattern != "/" {
+			if e := checkContentType(r); e != nil {
+				writeError(w, e)
+				return
+			}
 		}
 		if err := h(w, r); err != nil {
 			writeError(w, err)
@@ -274,10 +339,11 @@ func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError 
 	switch r.Method {
 	case http.MethodGet:
 	case http.MethodPost, http.MethodPut:
-		body, aerr := s.readBody(w, r)
+		body, release, aerr := s.readBody(w, r)
 		if aerr != nil {
 			return aerr
 		}
+		defer release()
 		var req struct {
 			Policy  *string `json:"policy"`
 			Elastic *string `json:"elastic"`
@@ -322,19 +388,6 @@ func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError 
 	return nil
 }
 
-// readBody reads a request body within the size limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *APIError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, apiError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "the request body is larger than %d bytes", s.opt.MaxBodyBytes)
-		}
-		return nil, badRequest("", "", "reading the request body: %v", err)
-	}
-	return body, nil
-}
-
 // generation is a validated request ready to queue.
 type generation struct {
 	p      params
@@ -344,48 +397,94 @@ type generation struct {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
-	body, aerr := s.readBody(w, r)
-	if aerr != nil {
-		return aerr
-	}
-	msgs, p, aerr := DecodeChat(body, s.lim, r.Header.Get(PriorityHeader))
-	if aerr != nil {
-		return aerr
-	}
-	if p.model != "" && p.model != s.opt.ModelID {
-		return s.unknownModel(p.model)
-	}
-	text, err := s.tmpl.Render(msgs, true)
-	if err != nil {
-		return badRequest("messages", "invalid_value", "%v", err)
-	}
-	prompt, err := chat.Tokens(s.e.Tok, text)
-	if err != nil {
-		return badRequest("messages", "invalid_value", "%v", err)
-	}
-	return s.generate(w, r, generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID()}, "messages")
+	return s.admit(w, r, "messages", func(body []byte) (generation, *APIError) {
+		msgs, p, aerr := DecodeChat(body, s.lim, r.Header.Get(PriorityHeader))
+		if aerr != nil {
+			return generation{}, aerr
+		}
+		if p.model != "" && p.model != s.opt.ModelID {
+			return generation{}, s.unknownModel(p.model)
+		}
+		rendered, err := s.tmpl.RenderPrompt(msgs, true)
+		if err != nil {
+			return generation{}, badRequest("messages", "invalid_value", "%v", err)
+		}
+		if aerr := s.fits(rendered.Text, "messages"); aerr != nil {
+			return generation{}, aerr
+		}
+		prompt, err := rendered.Tokens(s.e.Tok)
+		if err != nil {
+			return generation{}, badRequest("messages", "invalid_value", "%v", err)
+		}
+		return generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID()}, nil
+	})
 }
 
 func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) *APIError {
-	body, aerr := s.readBody(w, r)
+	return s.admit(w, r, "prompt", func(body []byte) (generation, *APIError) {
+		text, p, aerr := DecodeCompletion(body, s.lim, r.Header.Get(PriorityHeader))
+		if aerr != nil {
+			return generation{}, aerr
+		}
+		if p.model != "" && p.model != s.opt.ModelID {
+			return generation{}, s.unknownModel(p.model)
+		}
+		if aerr := s.fits(text, "prompt"); aerr != nil {
+			return generation{}, aerr
+		}
+		prompt, err := s.e.Tok.Encode(text, true, true)
+		if err != nil {
+			return generation{}, badRequest("prompt", "invalid_value", "%v", err)
+		}
+		if len(prompt) == 0 {
+			return generation{}, badRequest("prompt", "invalid_value", "prompt is empty (and this model adds no BOS token)")
+		}
+		return generation{p: p, prompt: prompt, id: "cmpl-" + randomID()}, nil
+	})
+}
+
+// admit reads, decodes and tokenizes a generation request within the
+// admission bounds (see admission), then queues it: what a request holds
+// before the queue admits it is bounded by the body budget, the prepare
+// slots and the context size, not by what the client sends.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, promptParam string, prep func(body []byte) (generation, *APIError)) *APIError {
+	if s.draining.Load() {
+		return s.shuttingDown(w)
+	}
+	g, aerr := func() (generation, *APIError) {
+		body, releaseBody, aerr := s.readBody(w, r)
+		if aerr != nil {
+			return generation{}, aerr
+		}
+		defer releaseBody()
+		release, err := s.adm.prepare(r.Context(), s.opt.ReadTimeout)
+		if err != nil {
+			return generation{}, s.admissionError(w, err)
+		}
+		defer release()
+		if s.prepHook != nil {
+			s.prepHook()
+		}
+		return prep(body)
+	}()
 	if aerr != nil {
 		return aerr
 	}
-	text, p, aerr := DecodeCompletion(body, s.lim, r.Header.Get(PriorityHeader))
-	if aerr != nil {
-		return aerr
+	return s.generate(w, r, g, promptParam)
+}
+
+// fits refuses, before tokenizing it, a text that cannot fit the context.
+func (s *Server) fits(text, param string) *APIError {
+	if n := s.e.Tok.MinTokens(text); n >= s.opt.Ctx {
+		return badRequest(param, "context_length_exceeded", "the prompt is %d bytes, at least %d tokens: this server's context is %d tokens", len(text), n, s.opt.Ctx)
 	}
-	if p.model != "" && p.model != s.opt.ModelID {
-		return s.unknownModel(p.model)
-	}
-	prompt, err := s.e.Tok.Encode(text, true, true)
-	if err != nil {
-		return badRequest("prompt", "invalid_value", "%v", err)
-	}
-	if len(prompt) == 0 {
-		return badRequest("prompt", "invalid_value", "prompt is empty (and this model adds no BOS token)")
-	}
-	return s.generate(w, r, generation{p: p, prompt: prompt, id: "cmpl-" + randomID()}, "prompt")
+	return nil
+}
+
+func (s *Server) shuttingDown(w http.ResponseWriter) *APIError {
+	w.Header().Set("Retry-After", "5")
+	w.Header().Set("Connection", "close")
+	return apiError(http.StatusServiceUnavailable, "server_error", "shutting_down", "the server is shutting down")
 }
 
 func randomID() string {
@@ -417,6 +516,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 		e := badRequest(promptParam, "context_length_exceeded", "the prompt is %d tokens: this server's context is %d tokens", len(g.prompt), s.opt.Ctx)
 		return e
 	}
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	if s.draining.Load() {
+		return s.shuttingDown(w)
+	}
 	seed := uint64(0)
 	if g.p.seed != nil {
 		seed = uint64(*g.p.seed)
@@ -440,7 +544,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 			w.Header().Set("Retry-After", "1")
 			return apiError(http.StatusTooManyRequests, "rate_limit_error", "queue_full", "the server is busy: %d requests are queued or running; retry later", s.opt.QueueSize)
 		}
-		return apiError(http.StatusServiceUnavailable, "server_error", "shutting_down", "the server is shutting down")
+		return s.shuttingDown(w)
 	}
 	w.Header().Set(PriorityHeader, g.p.priority.String())
 	if g.p.priority == Background {
@@ -454,24 +558,25 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 }
 
 // wait blocks until the job has news or the client is gone.
-func (s *Server) wait(r *http.Request, j *job) bool {
+func (s *Server) wait(w http.ResponseWriter, r *http.Request, j *job) bool {
 	select {
 	case <-j.notify:
 		return true
 	case <-r.Context().Done():
 		s.sched.abandon(j)
+		markGone(w)
 		return false
 	}
 }
 
 // drain waits for a job that was told to stop (stop sequence) to end.
-func (s *Server) drain(r *http.Request, j *job) (engine.Stats, bool) {
+func (s *Server) drain(w http.ResponseWriter, r *http.Request, j *job) (engine.Stats, bool) {
 	for {
 		_, finished, st, _ := j.take()
 		if finished {
 			return st, true
 		}
-		if !s.wait(r, j) {
+		if !s.wait(w, r, j) {
 			return st, false
 		}
 	}
@@ -483,7 +588,7 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generat
 	var st engine.Stats
 	reason := ""
 	for reason == "" {
-		if !s.wait(r, j) {
+		if !s.wait(w, r, j) {
 			return nil // the client is gone
 		}
 		text, finished, jst, err := j.take()
@@ -493,7 +598,7 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generat
 		case stopped:
 			j.cancel()
 			var ok bool
-			if st, ok = s.drain(r, j); !ok {
+			if st, ok = s.drain(w, r, j); !ok {
 				return nil
 			}
 			reason = "stop"
@@ -568,14 +673,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			"system_fingerprint": "shade",
 			"choices":            []any{map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": reason}}}
 	}
-	gone := func() { s.sched.abandon(j) }
+	gone := func() { s.sched.abandon(j); markGone(w) }
+	done := func() {
+		rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
+		if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil || rc.Flush() != nil {
+			markGone(w)
+		}
+	}
 	if g.chat && !send(chunk("", nil, true)) {
 		gone()
 		return
 	}
 	stop := stopper{stops: g.p.stop}
 	for {
-		if !s.wait(r, j) {
+		if !s.wait(w, r, j) {
 			return
 		}
 		text, finished, st, err := j.take()
@@ -589,13 +700,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 		case stopped:
 			j.cancel()
 			var ok bool
-			if st, ok = s.drain(r, j); !ok {
+			if st, ok = s.drain(w, r, j); !ok {
 				return
 			}
 			reason = "stop"
 		case finished && err != nil:
+			// The status is sent already: the error is an event, and the
+			// stream still ends as streams end, so that clients stop reading.
 			ae := s.genError(err)
-			send(map[string]any{"error": ae})
+			if !send(map[string]any{"error": ae}) {
+				markGone(w)
+				return
+			}
+			done()
 			return
 		case finished:
 			if rest := stop.flush(); rest != "" && !send(chunk(rest, nil, false)) {
@@ -608,6 +725,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			continue
 		}
 		if !send(chunk("", reason, false)) {
+			markGone(w)
 			return
 		}
 		if g.p.includeUsage {
@@ -616,21 +734,25 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			c["choices"] = []any{}
 			c["usage"] = u
 			if !send(c) {
+				markGone(w)
 				return
 			}
 		}
-		rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
-		io.WriteString(w, "data: [DONE]\n\n")
-		rc.Flush()
+		done()
 		return
 	}
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: the
-// listener closes, requests in flight get up to ShutdownDrain to finish
-// (health answers 503 meanwhile), then the rest are cut off and the
-// scheduler stops.
+// generations in flight get up to ShutdownDrain to finish while new ones
+// are answered 503 (and /health says 503), the listener staying open so
+// that clients hear why; then the generations still running are ended
+// (a stream gets an error event and its [DONE]), the listener closes and
+// the scheduler stops.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.served.Store(a.IP)
+	}
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: min(s.opt.ReadTimeout, 10*time.Second),
@@ -650,16 +772,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	drain, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownDrain)
+	hs.SetKeepAlivesEnabled(false)
+	idle := func(d time.Duration) bool {
+		for end := time.Now().Add(d); s.active.Load() > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				return false
+			}
+		}
+		return true
+	}
+	var cutErr error
+	if !idle(s.opt.ShutdownDrain) {
+		n := s.active.Load()
+		s.Close() // ends the running generations with errShutdown
+		idle(2 * time.Second)
+		cutErr = fmt.Errorf("server: shutdown: %d requests still running after %v were ended", n, s.opt.ShutdownDrain)
+		s.opt.Log.Printf("shade serve: %v", cutErr)
+	}
+	closing, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := hs.Shutdown(drain)
-	if err != nil {
+	if err := hs.Shutdown(closing); err != nil {
 		hs.Close()
 	}
 	s.Close()
 	<-errc
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("server: shutdown: requests still running after %v were cut off", s.opt.ShutdownDrain)
-	}
-	return err
+	return cutErr
 }

@@ -182,6 +182,7 @@ func TestChatStreamingAndNot(t *testing.T) {
 
 	sbody := strings.Replace(body, `"temperature":0`, `"temperature":0,"stream":true,"stream_options":{"include_usage":true}`, 1)
 	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(sbody))
+	req.Header.Set("Content-Type", "application/json")
 	sresp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +313,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(c.hdr); i += 2 {
 			req.Header.Set(c.hdr[i], c.hdr[i+1])
 		}
@@ -381,6 +383,7 @@ func TestAPIKey(t *testing.T) {
 func openStream(t *testing.T, ctx context.Context, url, body string, hdr ...string) (*http.Response, *bufio.Reader) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -576,8 +579,10 @@ func TestModelsHealthMetrics(t *testing.T) {
 // Serve drains on shutdown: a stream in flight finishes, new connections
 // are refused, /health said 503 meanwhile.
 func TestGracefulShutdown(t *testing.T) {
-	s := New(stories(t), Options{ReadTimeout: 200 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
-	slow(s, 2*time.Millisecond)
+	// The write timeout bounds the gap between two events: it is wide
+	// enough for a loaded machine under the race detector.
+	s := New(stories(t), Options{ReadTimeout: 200 * time.Millisecond, WriteTimeout: time.Second})
+	slow(s, 3*time.Millisecond)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -586,8 +591,8 @@ func TestGracefulShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error)
 	go func() { served <- s.Serve(ctx, ln) }()
-	// 250 steps of ≥ 2 ms: the stream outlives the read and write timeouts.
-	resp, br := openStream(t, context.Background(), url, `{"prompt":"Once upon a time","max_tokens":250,"ignore_eos":true,"stream":true}`)
+	// 400 steps of ≥ 3 ms: the stream outlives the read and write timeouts.
+	resp, br := openStream(t, context.Background(), url, `{"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"stream":true}`)
 	defer resp.Body.Close()
 	cancel()
 	rest, err := io.ReadAll(br)

@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,11 +52,14 @@ func soak(t testing.TB, url string, client *http.Client, n, workers int, seed ui
 				}
 				for t0 := time.Now(); ; {
 					req, _ := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
 					resp, err := client.Do(req)
 					code := -1 // canceled before a response
 					if err == nil {
 						code = resp.StatusCode
-						io.Copy(io.Discard, resp.Body)
+						if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+							code = -1 // canceled while the answer came
+						}
 						resp.Body.Close()
 					}
 					mu.Lock()
@@ -63,7 +68,7 @@ func soak(t testing.TB, url string, client *http.Client, n, workers int, seed ui
 					if code != http.StatusTooManyRequests || time.Since(t0) > 5*time.Second {
 						break
 					}
-					time.Sleep(time.Duration(2+rng.IntN(8)) * time.Millisecond) // back off, as clients do
+					time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond) // back off, as clients do
 				}
 				cancel()
 			}
@@ -86,17 +91,78 @@ func heap() uint64 {
 	return ms.HeapAlloc
 }
 
-// Hundreds of requests with random cancellations: afterwards no job is
-// left, goroutines are back to their number before, and a second round
-// leaves the heap where the first left it.
-func TestSoak(t *testing.T) {
-	n := 200
-	if testing.Short() {
-		n = 60
+// switchPolicies flips the background policy every few milliseconds
+// until stop is closed, and leaves it at full.
+func switchPolicies(t testing.TB, url string, client *http.Client, stop <-chan struct{}) (done <-chan struct{}) {
+	d := make(chan struct{})
+	set := func(p string) {
+		req, _ := http.NewRequest("POST", url+"/v1/shade/policy", strings.NewReader(`{"policy":"`+p+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
 	}
-	s := New(stories(t), Options{QueueSize: 6})
-	ts := httptest.NewServer(s.Handler())
-	defer func() { ts.Close(); s.Close() }()
+	go func() {
+		defer close(d)
+		defer set(PolicyFull)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			set([]string{PolicyPaused, PolicyFull, PolicyElastic}[i%3])
+		}
+	}()
+	return d
+}
+
+// openFiles counts this process's open file descriptors (-1: unknown).
+func openFiles() int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(fds)
+}
+
+// requestCounts reads shade_requests_total for the generation endpoints, by code.
+func requestCounts(t testing.TB, s *Server) map[string]float64 {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Host = "localhost"
+	s.Handler().ServeHTTP(rec, req)
+	out := map[string]float64{}
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		rest, ok := strings.CutPrefix(line, `shade_requests_total{code="`)
+		if !ok || !strings.Contains(line, "completions") {
+			continue
+		}
+		code, _, _ := strings.Cut(rest, `"`)
+		var v float64
+		fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+		out[code] += v
+	}
+	return out
+}
+
+// Hundreds of requests, streamed and whole, foreground and background,
+// some abandoned at a random moment, while the background policy keeps
+// switching; then a shutdown (what SIGTERM does) with requests in flight.
+// Afterwards no job is left, the counters agree with what clients saw,
+// a second round leaves the heap where the first left it, and goroutines
+// and open files are back where they were before the server started.
+func TestSoak(t *testing.T) {
+	n := 150
+	if testing.Short() {
+		n = 40
+	}
+	e := stories(t)
+	g00, fd00 := runtime.NumGoroutine(), openFiles()
+	s := New(e, Options{QueueSize: 6, ShutdownDrain: 20 * time.Second})
+	url, cancel, served := serveLoopback(t, s)
+	defer cancel()
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	client := &http.Client{Transport: tr, Timeout: time.Minute}
 	settle := func() int {
@@ -117,13 +183,22 @@ func TestSoak(t *testing.T) {
 		}
 		return g
 	}
-	soak(t, ts.URL, client, 10, 2, 0) // warm-up: connections, pools, metric series
+	round := func(n int, seed uint64) map[int]int {
+		stop := make(chan struct{})
+		done := switchPolicies(t, url, client, stop)
+		codes := soak(t, url, client, n, 8, seed)
+		close(stop)
+		<-done
+		return codes
+	}
+	soak(t, url, client, 10, 2, 0) // warm-up: connections, pools, metric series
 	g0 := settle()
+	before := requestCounts(t, s)
 	start := time.Now()
-	c1 := soak(t, ts.URL, client, n, 8, 1)
+	c1 := round(n, 1)
 	g1 := settle()
 	h1 := heap()
-	c2 := soak(t, ts.URL, client, n, 8, 2)
+	c2 := round(n, 2)
 	g2 := settle()
 	h2 := heap()
 	t.Logf("%d requests in %v; codes %v then %v; goroutines %d → %d → %d; heap %.1f → %.1f MiB",
@@ -131,9 +206,11 @@ func TestSoak(t *testing.T) {
 	if c1[200]+c2[200] < n/2 {
 		t.Errorf("too few successes: %v %v", c1, c2)
 	}
-	for code := range c1 {
-		if code != 200 && code != 429 && code != -1 {
-			t.Errorf("unexpected status %d", code)
+	for _, c := range []map[int]int{c1, c2} {
+		for code := range c {
+			if code != 200 && code != 429 && code != -1 {
+				t.Errorf("unexpected status %d", code)
+			}
 		}
 	}
 	if g1 > g0+2 || g2 > g0+2 {
@@ -141,6 +218,52 @@ func TestSoak(t *testing.T) {
 	}
 	if h2 > h1+4<<20 {
 		t.Errorf("heap grew from %.1f to %.1f MiB over the second round", float64(h1)/(1<<20), float64(h2)/(1<<20))
+	}
+	// Every request that reached the server is counted once, under the
+	// status its client saw, or 499 if the client had left.
+	after := requestCounts(t, s)
+	seen, counted := 0, 0.0
+	for code, v := range after {
+		counted += v - before[code]
+	}
+	for code, k := range c1 {
+		seen += k + c2[code]
+		if code > 0 && after[strconv.Itoa(code)]-before[strconv.Itoa(code)] < float64(k+c2[code]) {
+			t.Errorf("clients saw %d × %d, the metrics count %v", k+c2[code], code, after[strconv.Itoa(code)]-before[strconv.Itoa(code)])
+		}
+	}
+	if counted > float64(seen) || after["499"]-before["499"] > float64(c1[-1]+c2[-1]) {
+		t.Errorf("metrics count %v requests (%v), clients sent %d (%v %v)", counted, after, seen, c1, c2)
+	}
+	if s.adm.used != 0 || s.adm.preparing.Load() != 0 {
+		t.Errorf("admission still holds %d bytes, %d slots", s.adm.used, s.adm.preparing.Load())
+	}
+
+	// Shutdown with a round in flight: every client gets an answer
+	// (200, 429 or 503) or its own cancellation, and nothing is left.
+	last := make(chan map[int]int)
+	go func() { last <- soak(t, url, client, n/2, 8, 3) }()
+	waitFor(t, "requests in flight", func() bool { return s.sched.jobs() > 0 })
+	cancel()
+	c3 := <-last
+	for code := range c3 {
+		if code != 200 && code != 429 && code != 503 && code != -1 {
+			t.Errorf("during shutdown: status %d (%v)", code, c3)
+		}
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	tr.CloseIdleConnections()
+	var g, fd int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if g, fd = runtime.NumGoroutine(), openFiles(); g <= g00 && fd <= fd00 {
+			break
+		}
+	}
+	t.Logf("shutdown: codes %v; goroutines %d (before the server %d), open files %d (%d)", c3, g, g00, fd, fd00)
+	if g > g00 || fd > fd00 {
+		t.Errorf("after shutdown %d goroutines (%d before), %d open files (%d before)", g, g00, fd, fd00)
 	}
 }
 

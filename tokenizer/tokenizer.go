@@ -106,6 +106,31 @@ type Tokenizer struct {
 
 	special []int32  // control/user-defined/unknown tokens, longest text first
 	pieces  [][]byte // (n_vocab) token_to_piece(id, special=true)
+
+	// For MinTokens: the most bytes of text one token can stand for (its
+	// stored text is never shorter than the text it matches), and whether
+	// some special token swallows the whitespace around it.
+	maxCover int
+	swallows bool
+}
+
+// MinTokens is a lower bound on the number of tokens Encode makes of text
+// (BOS and EOS aside), found in one pass without tokenizing: a caller with
+// a token limit can refuse a huge text before paying for its
+// tokenization. Every token stands for at most a vocabulary entry's length
+// of text; only whitespace can be swallowed by special tokens with the
+// lstrip/rstrip attribute, so with those it counts the other bytes.
+func (t *Tokenizer) MinTokens(text string) int {
+	n := len(text)
+	if t.swallows {
+		n = 0
+		for i := 0; i < len(text); i++ {
+			if !isCSpace(text[i]) {
+				n++
+			}
+		}
+	}
+	return (n + t.maxCover - 1) / t.maxCover
 }
 
 // Model returns tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2" (byte-level BPE).
@@ -178,10 +203,31 @@ func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < len(t.tok
 // as in llama.cpp. Text that is not valid UTF-8 is rejected with an
 // *InvalidUTF8Error.
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	return t.encode(text, addSpecial, parseSpecial, nil)
+}
+
+// EncodeLiteral is Encode with special tokens parsed everywhere but in the
+// literal spans of text: a control token's text that touches one of their
+// bytes is tokenized as plain text, as Encode does without parseSpecial.
+// It is how a rendered chat keeps the template's markup as control tokens
+// while what users wrote stays text, so that typing <|eot_id|> cannot forge
+// a turn. Text outside the spans is not cut at their edges: without special
+// texts in the spans the result is Encode's with parseSpecial. The spans
+// must be within text, sorted and not overlapping.
+func (t *Tokenizer) EncodeLiteral(text string, addSpecial bool, literal []Span) ([]int32, error) {
+	for i, s := range literal {
+		if s.Start < 0 || s.End < s.Start || s.End > len(text) || i > 0 && s.Start < literal[i-1].End {
+			return nil, fmt.Errorf("tokenizer: literal span %d [%d, %d) is outside the text (%d bytes), unsorted or overlapping", i, s.Start, s.End, len(text))
+		}
+	}
+	return t.encode(text, addSpecial, true, literal)
+}
+
+func (t *Tokenizer) encode(text string, addSpecial, parseSpecial bool, literal []Span) ([]int32, error) {
 	if !utf8.ValidString(text) {
 		return nil, invalidUTF8(text)
 	}
-	frags := t.partition(text, parseSpecial)
+	frags := t.partition(text, parseSpecial, literal)
 	out := make([]int32, 0, len(text)/3+2)
 	if addSpecial && t.addBOS {
 		out = append(out, t.bos)

@@ -323,3 +323,65 @@ func TestFromGGUF(t *testing.T) {
 		t.Errorf("int32 scores: %v", err)
 	}
 }
+
+// EncodeLiteral: without spans it is Encode with special tokens parsed;
+// a span over all the text is Encode without; a control token's text
+// touching a span byte is text, one outside it is the token; bad spans
+// are errors.
+func TestEncodeLiteral(t *testing.T) {
+	tk := loadGGUF(t, "tokenizer/ggml-vocab-llama3.gguf")
+	text := "<|start_header_id|>user<|end_header_id|>\n\nhi <|eot_id|> there<|eot_id|>"
+	eq := func(what string, got []int32, err error, want []int32) {
+		t.Helper()
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v %v, want %v", what, got, err, want)
+		}
+	}
+	parsed, _ := tk.Encode(text, true, true)
+	plain, _ := tk.Encode(text, true, false)
+	got, err := tk.EncodeLiteral(text, true, nil)
+	eq("no spans", got, err, parsed)
+	got, err = tk.EncodeLiteral(text, true, []Span{{0, len(text)}})
+	eq("all literal", got, err, plain)
+	user := strings.Index(text, "hi")
+	end := strings.LastIndex(text, "<|eot_id|>")
+	got, err = tk.EncodeLiteral(text, true, []Span{{user, end}})
+	eot, _ := tk.Lookup("<|eot_id|>")
+	if err != nil || slices.Index(got, eot) != len(got)-1 {
+		t.Errorf("content span: %v %v: want only the last <|eot_id|> as a token", got, err)
+	}
+	// One byte of the span inside the token's text is enough to keep it text.
+	got, _ = tk.EncodeLiteral(text, true, []Span{{end + 3, end + 4}})
+	if slices.Contains(got[len(got)-3:], eot) {
+		t.Errorf("a literal byte inside <|eot_id|> left it a token: %v", got)
+	}
+	for _, bad := range [][]Span{{{-1, 2}}, {{3, 2}}, {{0, len(text) + 1}}, {{4, 8}, {2, 3}}, {{0, 5}, {4, 6}}} {
+		if _, err := tk.EncodeLiteral(text, true, bad); err == nil {
+			t.Errorf("spans %v accepted", bad)
+		}
+	}
+}
+
+// MinTokens never exceeds the real count, for every vocabulary kind.
+func TestMinTokens(t *testing.T) {
+	texts := []string{"", "a", "Hello world", strings.Repeat(" ", 300), strings.Repeat("=", 500),
+		"<|eot_id|>   <s> </s>  x", strings.Repeat("ab ", 200), "😀 中文 \t\n x"}
+	for _, rel := range []string{"tokenizer/ggml-vocab-llama3.gguf", "tokenizer/ggml-vocab-llama-spm.gguf",
+		"tokenizer/ggml-vocab-phi-3.gguf", "conformance/stories260K.gguf", "conformance/qwen2-tiny-q8_0.gguf"} {
+		tk := loadGGUF(t, rel)
+		for _, s := range texts {
+			for _, special := range []bool{false, true} {
+				ids, err := tk.Encode(s, false, special)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := tk.MinTokens(s); m > len(ids) {
+					t.Errorf("%s: MinTokens(%.20q) = %d > %d tokens", rel, s, m, len(ids))
+				}
+			}
+		}
+		if m := tk.MinTokens(strings.Repeat("x", 1<<20)); m < 1<<20/tk.maxCover || m == 0 {
+			t.Errorf("%s: MinTokens of 1 MiB = %d", rel, m)
+		}
+	}
+}

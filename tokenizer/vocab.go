@@ -172,8 +172,15 @@ func New(v Vocab) (*Tokenizer, error) {
 	t.perModelAttrs(v.Name)
 
 	t.pieces = make([][]byte, n)
+	t.maxCover = 4 // an unknown token stands for one character
 	for i := range t.tokens {
 		t.pieces[i] = t.piece(int32(i))
+		t.maxCover = max(t.maxCover, len(t.tokens[i]))
+	}
+	for _, id := range t.special {
+		if t.attrs[id]&(attrLStrip|attrRStrip) != 0 {
+			t.swallows = true
+		}
 	}
 	return t, nil
 }

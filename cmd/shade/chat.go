@@ -185,11 +185,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func fitHistory(e *engine.Engine, tmpl *chat.Template, history *[]chat.Message, budget int) ([]int32, int, error) {
 	dropped := 0
 	for {
-		text, err := tmpl.Render(*history, true)
-		if err != nil {
-			return nil, dropped, err
-		}
-		ids, err := chat.Tokens(e.Tok, text)
+		ids, err := tmpl.Encode(e.Tok, *history, true) // what users typed stays text
 		if err != nil {
 			return nil, dropped, err
 		}

@@ -16,6 +16,7 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dir := fs.String("dir", "", "download into `DIR` (default: the model cache, <user cache dir>/shade/models)")
 	hub := fs.String("hub", "", "base URL for USER/REPO/FILE references (default: $SHADE_HF_ENDPOINT, $HF_ENDPOINT or "+shadelib.DefaultHub+")")
 	quiet := fs.Bool("q", false, "no progress bar")
+	idle := fs.Duration("idle-timeout", 60*time.Second, "give up on an attempt that receives nothing for this long")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -24,7 +25,10 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return fmt.Errorf("want one model reference, got %d", len(pos))
 	}
-	opt := shadelib.PullOptions{Dir: *dir, Hub: *hub, SHA256: *sum}
+	if *idle <= 0 {
+		return fmt.Errorf("--idle-timeout must be positive, got %v", *idle)
+	}
+	opt := shadelib.PullOptions{Dir: *dir, Hub: *hub, SHA256: *sum, IdleTimeout: *idle}
 	bar := &progressBar{w: stderr, start: time.Now()}
 	if !*quiet {
 		opt.Progress = bar.update

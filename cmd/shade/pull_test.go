@@ -11,10 +11,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"shade/gguf"
+	"shade/quant"
 )
 
 func TestPullCommand(t *testing.T) {
-	data := bytes.Repeat([]byte("GGUF model bytes "), 1<<16)
+	var buf bytes.Buffer
+	gw := gguf.NewWriter(&buf)
+	gw.AddTensor("t", quant.F32, 1024, 256)
+	gw.WriteHeader()
+	gw.Write(bytes.Repeat([]byte("model bytes "), 1<<17)[:1<<20])
+	if err := gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
 	sum := sha256.Sum256(data)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/bob/m/resolve/main/m.gguf" {

@@ -6,8 +6,13 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/url"
 	"os"
+	"os/signal"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	shadelib "shade"
 	"shade/elastic"
@@ -30,6 +35,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	modelID := fs.String("model-id", "", "model id in the API (default: the file's base name)")
 	template := fs.String("template", "", "chat template: llama-2, llama-3 or chatml instead of the file's own")
+	var allowedHosts, corsOrigins stringList
+	fs.Var(&allowedHosts, "allowed-host", "a host `name` requests may address the server by, besides localhost and the address served (repeatable; * allows any)")
+	fs.Var(&corsOrigins, "cors-origin", "a web `origin` (e.g. http://localhost:3000) whose pages may call the API from a browser (repeatable; * allows any; default none)")
+	drain := fs.Duration("drain", 30*time.Second, "on SIGINT or SIGTERM, how long running requests get to finish before they are ended")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -40,6 +49,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *port < 0 || *port > 65535 || *queue < 1 {
 		return fmt.Errorf("--port must be in [0, 65535] and --queue at least 1")
 	}
+	if *drain <= 0 {
+		return fmt.Errorf("--drain must be positive, got %v", *drain)
+	}
+	for _, o := range corsOrigins {
+		if u, err := url.Parse(o); o != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "") {
+			return fmt.Errorf("--cors-origin %q is not an origin such as http://localhost:3000 (scheme and host, no path)", o)
+		}
+	}
+	// SIGTERM (service managers, docker stop) drains like Ctrl-C.
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
 	cfg, err := sf.config()
 	if err != nil {
 		return err
@@ -66,7 +86,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
-	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger}
+	if net.ParseIP(*host) == nil {
+		allowedHosts = append(allowedHosts, *host) // the name it was told to listen on
+	}
+	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger,
+		AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, ShutdownDrain: *drain}
 	if opt.Elastic, err = serveGovernor(ctx, pf, e, *modelPath, *sf.draft, cfg, stderr); err != nil {
 		return err
 	}
@@ -85,11 +109,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ip := net.ParseIP(*host); (ip == nil || !ip.IsLoopback()) && *host != "localhost" && *apiKey == "" {
 		fmt.Fprintf(stderr, "shade serve: warning: listening on %s without --api-key: anyone who can reach this address can use the model\n", *host)
 	}
-	fmt.Fprintf(stderr, "shade serve: %s (chat template %s, speculation %v) on http://%s — Ctrl-C stops\n",
+	if ip := net.ParseIP(*host); ip != nil && ip.IsUnspecified() {
+		fmt.Fprintf(stderr, "shade serve: clients must address it by IP address or localhost; add --allowed-host NAME for each host name they use\n")
+	}
+	fmt.Fprintf(stderr, "shade serve: %s (chat template %s, speculation %v) on http://%s — Ctrl-C or SIGTERM stops\n",
 		srv.ModelID(), srv.Template().Name(), cfg.Mode, ln.Addr())
 	err = srv.Serve(ctx, ln)
 	fmt.Fprintf(stderr, "shade serve: stopped\n")
 	return err
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 // modelFile finds a model: a path, or a USER/REPO/FILE.gguf reference
