@@ -89,6 +89,10 @@ type State struct {
 
 	// LayerTimes[i] is how long layer i took in the last pass.
 	LayerTimes []time.Duration
+	// AttnTime adds up the time spent in attention over the cache (q·Kᵀ,
+	// softmax, ·V) until the caller resets it: the part of a prompt pass
+	// that grows with the square of its length.
+	AttnTime time.Duration
 }
 
 // NewState returns a state with a KV cache of ctx slots (the longest

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"time"
 
 	"shade/quant"
 )
@@ -21,7 +22,9 @@ func (s *State) layer(l int, w *Layer) {
 	quant.MatMul(pool, w.Wv, s.xb, n, s.v, &s.scratch)
 	s.perRow(n, s.qkvFn)
 
+	t0 := time.Now()
 	s.attention(l)
+	s.AttnTime += time.Since(t0)
 	quant.MatMul(pool, w.Wo, s.att, n, s.proj, &s.scratch)
 	addTo(s.x[:n*dim], s.proj[:n*dim])
 
