@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"shade/kv"
@@ -70,7 +71,7 @@ type State struct {
 	hb, hb2  []float32   // (n, ffn)
 	ropeCos  []float32   // (n, ropeDim/2)
 	ropeSin  []float32   // (n, ropeDim/2)
-	scratchF [][]float32 // per attention worker: (2·headDim)
+	scratchF [][]float32 // per attention worker: block·(2·headDim + 2) + 2·attnChunk
 	visBuf   []int32
 	scratch  quant.Scratch
 	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
@@ -79,6 +80,9 @@ type State struct {
 
 	slotBuf, rowBuf []int
 	attnLayer       int              // layer the attention workers run
+	attnQB          int              // query rows per attention task
+	attnBlocks      int              // query blocks of the pass
+	attnNext        atomic.Int64     // next attention task to hand out
 	attnFn          func(lo, hi int) // s.attendRange, bound once
 
 	// The layer in flight and its per-row steps, bound once so that handing
@@ -108,7 +112,7 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
 	for w := range s.scratchF {
-		s.scratchF[w] = make([]float32, 2*c.HeadDim)
+		s.scratchF[w] = make([]float32, 2*c.HeadDim+2+2*attnChunk)
 	}
 	return s, nil
 }

@@ -49,3 +49,53 @@ func toF16Go(dst []uint16, src []float32) {
 		dst[i] = F32ToF16(v)
 	}
 }
+
+// f16Runs are the multi-row attention kernels of this CPU, nil where there
+// are none: they do what a loop of DotF16 or MadF16 calls does, bit for
+// bit, without a call per cache row.
+var f16Runs *f16RunKernels
+
+type f16RunKernels struct {
+	dots func(out, q []float32, k []uint16, stride int) bool // false: not for this length
+	mads func(acc []float32, v []uint16, stride int, w []float32) bool
+}
+
+// DotsF16 sets out[j] = DotF16(q, keys[j·stride:]) for every j < len(out):
+// the scores of one query against consecutive cache rows stride halves
+// apart.
+func DotsF16(out, q []float32, keys []uint16, stride int) {
+	if len(out) == 0 {
+		return
+	}
+	_ = keys[(len(out)-1)*stride+len(q)-1]
+	if f16Runs != nil && k != &genericKernels && f16Runs.dots(out, q, keys, stride) {
+		return
+	}
+	dotsF16Go(out, q, keys, stride)
+}
+
+// MadsF16 runs MadF16(acc, v[j·stride:], w[j]) for j = 0, 1, … len(w)-1 in
+// that order: the weighted values of consecutive cache rows added to one
+// query's F16 accumulator, each step rounded as MadF16 rounds it.
+func MadsF16(acc []float32, v []uint16, stride int, w []float32) {
+	if len(w) == 0 {
+		return
+	}
+	_ = v[(len(w)-1)*stride+len(acc)-1]
+	if f16Runs != nil && k != &genericKernels && f16Runs.mads(acc, v, stride, w) {
+		return
+	}
+	madsF16Go(acc, v, stride, w)
+}
+
+func dotsF16Go(out, q []float32, kk []uint16, stride int) {
+	for j := range out {
+		out[j] = DotF16(q, kk[j*stride:j*stride+len(q)])
+	}
+}
+
+func madsF16Go(acc []float32, v []uint16, stride int, w []float32) {
+	for j, s := range w {
+		k.madF16(acc, v[j*stride:j*stride+len(acc)], s)
+	}
+}

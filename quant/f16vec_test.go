@@ -66,3 +66,64 @@ func TestF16VecMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestF16RunsMatchLoops checks DotsF16 and MadsF16 against loops of the
+// one-row kernels (DotF16, madF16Go) bit for bit, for head
+// sizes around the kernels' 16- and 64-wide groups, run lengths and row
+// strides, with the machine's kernels and the generic ones.
+func TestF16RunsMatchLoops(t *testing.T) {
+	defer UseGeneric(false)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, generic := range []bool{false, true} {
+		UseGeneric(generic)
+		for _, hd := range []int{1, 8, 16, 24, 32, 64, 72, 128, 136, 256} {
+			for _, count := range []int{1, 2, 5, 17} {
+				stride := 3*hd + 8
+				rows := make([]uint16, (count-1)*stride+hd+1)
+				for i := range rows {
+					rows[i] = F32ToF16(float32(rng.NormFloat64()))
+				}
+				rows[0] = 0x7c00 // +Inf in a value propagates the same way
+				q := make([]float32, hd)
+				for i := range q {
+					q[i] = float32(rng.NormFloat64())
+				}
+				RoundF16(q)
+				got := make([]float32, count+1)
+				got[count] = 42 // guard
+				DotsF16(got[:count], q, rows[1:], stride)
+				for j := range count {
+					r := rows[1+j*stride : 1+j*stride+hd]
+					if d := DotF16(q, r); math.Float32bits(got[j]) != math.Float32bits(d) {
+						t.Fatalf("DotsF16 hd=%d count=%d row %d: %v, DotF16 %v", hd, count, j, got[j], d)
+					}
+				}
+				if got[count] != 42 {
+					t.Fatalf("DotsF16 wrote past its output")
+				}
+				w := make([]float32, count)
+				for j := range w {
+					w[j] = float32(rng.Float64())
+				}
+				acc := make([]float32, hd+1)
+				for i := range hd {
+					acc[i] = f16Table[F32ToF16(float32(rng.NormFloat64()))]
+				}
+				acc[hd] = 42
+				want := append([]float32(nil), acc[:hd]...)
+				for j, s := range w {
+					madF16Go(want, rows[j*stride:j*stride+hd], s)
+				}
+				MadsF16(acc[:hd], rows, stride, w)
+				for i := range want {
+					if math.Float32bits(want[i]) != math.Float32bits(acc[i]) {
+						t.Fatalf("MadsF16 generic=%v hd=%d count=%d: index %d = %v, want %v", generic, hd, count, i, acc[i], want[i])
+					}
+				}
+				if acc[hd] != 42 {
+					t.Fatalf("MadsF16 wrote past its accumulator")
+				}
+			}
+		}
+	}
+}
