@@ -59,10 +59,10 @@ func toF16_amd64(dst []uint16, src []float32) {
 	toF16Go(dst[n:len(src)], src[n:])
 }
 
-// dotsF16_amd64 takes lengths that are a multiple of 16, as dotF16_amd64
-// runs them wholly in assembly; others go back to the loop of DotF16.
+// dotsF16_amd64 takes lengths that are a multiple of 8 (head sizes are);
+// others go back to the loop of DotF16.
 func dotsF16_amd64(out, q []float32, k []uint16, stride int) bool {
-	if len(q) == 0 || len(q)%16 != 0 {
+	if len(q) == 0 || len(q)%8 != 0 {
 		return false
 	}
 	dotsF16AVX2(&out[0], &q[0], &k[0], 2*stride, len(q), len(out))

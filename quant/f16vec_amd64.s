@@ -87,8 +87,10 @@ conv:
 	VADDSD       X1, X0, X0
 
 // func dotsF16AVX2(out *float32, q *float32, k *uint16, stride, n, count int)
-// out[j] = float32(Σ f16(k[j·stride + i])·q[i]) for j < count; n > 0 is a
-// multiple of 16, stride is in bytes, count > 0.
+// out[j] = float32(Σ f16(k[j·stride + i])·q[i]) for j < count, summed as
+// dotF16_amd64 sums: the multiples of 16 in four float64 accumulators,
+// then a last 8 one by one in order, as its Go tail does. n > 0 is a
+// multiple of 8, stride is in bytes, count > 0.
 TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ q+8(FP), R9
@@ -96,6 +98,8 @@ TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ stride+24(FP), R11
 	MOVQ n+32(FP), R12
 	MOVQ count+40(FP), R13
+	MOVQ R12, R14
+	ANDQ $8, R14
 	SHRQ $4, R12
 
 dotsrow:
@@ -106,6 +110,8 @@ dotsrow:
 	VXORPD Y5, Y5, Y5
 	VXORPD Y6, Y6, Y6
 	VXORPD Y7, Y7, Y7
+	TESTQ  CX, CX
+	JZ     dotssum
 
 dotsinner:
 	VCVTPH2PS 0(SI), Y1
@@ -115,7 +121,32 @@ dotsinner:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ  dotsinner
+
+dotssum:
 	HSUM4PD
+	TESTQ R14, R14
+	JZ    dotsstore
+	VCVTPH2PS    0(SI), Y1
+	VMULPS       0(DI), Y1, Y1
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $1, Y1, X1
+	VCVTPS2PD    X1, Y4
+	VADDSD       X3, X0, X0
+	VPERMILPD    $1, X3, X2
+	VADDSD       X2, X0, X0
+	VEXTRACTF128 $1, Y3, X3
+	VADDSD       X3, X0, X0
+	VPERMILPD    $1, X3, X2
+	VADDSD       X2, X0, X0
+	VADDSD       X4, X0, X0
+	VPERMILPD    $1, X4, X2
+	VADDSD       X2, X0, X0
+	VEXTRACTF128 $1, Y4, X4
+	VADDSD       X4, X0, X0
+	VPERMILPD    $1, X4, X2
+	VADDSD       X2, X0, X0
+
+dotsstore:
 	VCVTSD2SS X0, X0, X0
 	VMOVSS    X0, (R8)
 	ADDQ $4, R8
