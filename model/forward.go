@@ -71,7 +71,7 @@ type State struct {
 	hb, hb2  []float32   // (n, ffn)
 	ropeCos  []float32   // (n, ropeDim/2)
 	ropeSin  []float32   // (n, ropeDim/2)
-	scratchF [][]float32 // per attention worker: block·(2·headDim + 2) + 2·attnChunk
+	scratchF [][]float32 // per attention worker: block·(2·headDim + 2 + attnChunk) + attnChunk + headDim
 	visBuf   []int32
 	scratch  quant.Scratch
 	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
@@ -112,7 +112,7 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
 	for w := range s.scratchF {
-		s.scratchF[w] = make([]float32, 2*c.HeadDim+2+2*attnChunk)
+		s.scratchF[w] = make([]float32, 3*c.HeadDim+2+2*attnChunk)
 	}
 	return s, nil
 }

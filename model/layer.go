@@ -141,7 +141,7 @@ func (s *State) attention(l int) {
 	}
 	s.attnBlocks = (s.n + s.attnQB - 1) / s.attnQB
 	s.attnNext.Store(0)
-	need := s.attnQB*(2*c.HeadDim+2) + 2*attnChunk
+	need := s.attnQB*(2*c.HeadDim+2+attnChunk) + attnChunk + c.HeadDim
 	for w := range s.scratchF {
 		if len(s.scratchF[w]) < need {
 			s.scratchF[w] = make([]float32, need)
@@ -179,13 +179,15 @@ const attnChunk = 64
 // one only for a chain). It is ggml's CPU flash attention over an F16
 // cache, step for step for each query, so that results round as
 // llama.cpp's do: the query is rounded to F16, each score is an F16·F16
-// dot product, the softmax runs online over the slots in order, and the
-// weighted sum of values accumulates in F16 (the exponentials are exp32's,
-// within an ulp of expf's). The slots are taken in chunks
-// that every query of the block goes over while they are in cache; each
-// query's steps are the same, in the same order, whatever block and chunk
-// they fall in, which keeps every row's result independent of the batch
-// around it.
+// dot product summed in the order of ggml_vec_dot_f16's AVX2 path, the
+// softmax runs online over the slots in order, and the weighted sum of
+// values accumulates in F16 (the exponentials are exp32's, within an ulp
+// of expf's). The slots are taken in chunks: the scores of the whole block
+// against a chunk come from one call that widens each key row once, and
+// every query then goes over the chunk's values while they are in cache.
+// Each query's steps are the same, in the same order, whatever block and
+// chunk they fall in, which keeps every row's result independent of the
+// batch around it.
 func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	c := s.cfg
 	hd, qd, kvd := c.HeadDim, c.QDim(), c.KVDim()
@@ -195,7 +197,8 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	accs, scratch := scratch[:nq*hd], scratch[nq*hd:]
 	maxs, scratch := scratch[:nq], scratch[nq:]
 	sums, scratch := scratch[:nq], scratch[nq:]
-	scores, weights := scratch[:attnChunk], scratch[attnChunk:2*attnChunk]
+	scores, scratch := scratch[:nq*attnChunk], scratch[nq*attnChunk:]
+	weights, kbuf := scratch[:attnChunk], scratch[attnChunk:attnChunk+hd]
 	for i := range nq {
 		qh := qs[i*hd : (i+1)*hd]
 		copy(qh, s.q[(r0+i)*qd+h*hd:(r0+i)*qd+(h+1)*hd])
@@ -204,26 +207,26 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	}
 	clear(accs)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	// run takes query i over the n slots from slot on, consecutive in the
-	// cache: scores first, then the online softmax, whose value updates
-	// go to MadsF16 in runs between the steps that raise the maximum.
-	run := func(i, slot, n int, keys, vals []uint16) {
+	// run takes query i over n slots from slot on, consecutive in the
+	// cache, whose scores are in sc: the online softmax, whose value
+	// updates go to MadsF16 in runs between the steps that raise the
+	// maximum.
+	run := func(i, slot, n int, sc []float32, vals []uint16) {
 		off := slot*kvd + kvh*hd
 		acc := accs[i*hd : (i+1)*hd]
-		quant.DotsF16(scores[:n], qs[i*hd:(i+1)*hd], keys[off:], kvd)
 		m, sum := maxs[i], sums[i]
 		from := 0 // first step whose value update is pending
-		for j, sc := range scores[:n] {
-			sc *= scale
+		for j, x := range sc[:n] {
+			x *= scale
 			ms, vs := float32(1), float32(1)
-			if sc > m {
-				ms = exp32(m - sc)
-				m = sc
+			if x > m {
+				ms = exp32(m - x)
+				m = x
 				quant.MadsF16(acc, vals[off+from*kvd:], kvd, weights[from:j])
 				quant.ScaleF16(acc, ms)
 				from = j
 			} else {
-				vs = exp32(sc - m)
+				vs = exp32(x - m)
 			}
 			weights[j] = vs
 			sum = sum*ms + vs
@@ -233,7 +236,9 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	}
 	// Slots [0, base) are seen by every query; then, in a chain, batch row
 	// j (slot base+j) by queries j and later; in a tree (one query), the
-	// rows visible to it.
+	// rows visible to it. Scores are computed for the whole block and
+	// chunk at once (in a chain's last chunks, some for slots a query does
+	// not see, which it then skips).
 	last := s.base
 	if s.chain {
 		last = s.base + r1
@@ -241,21 +246,28 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	keys, vals := s.Cache.Keys(l, max(last, 1)), s.Cache.Values(l, max(last, 1))
 	for c0 := 0; c0 < last; c0 += attnChunk {
 		c1 := min(c0+attnChunk, last)
-		for i := range nq {
+		// Queries that see none of the chunk need no scores: in a chain
+		// they are the first ones of the block.
+		i0 := 0
+		if s.chain {
+			i0 = max(0, c0-s.base-r0)
+		}
+		quant.ScoresF16(scores[i0*attnChunk:], attnChunk, qs[i0*hd:], hd, keys[c0*kvd+kvh*hd:], kvd, c1-c0, kbuf)
+		for i := i0; i < nq; i++ {
 			// Query i sees slots below base+r0+i+1 (all of [0, base) in a tree).
 			end := c1
 			if s.chain {
 				end = min(c1, s.base+r0+i+1)
 			}
-			if end > c0 {
-				run(i, c0, end-c0, keys, vals)
-			}
+			run(i, c0, end-c0, scores[i*attnChunk:], vals)
 		}
 	}
 	if !s.chain {
 		keys, vals = s.Cache.Keys(l, s.base+s.total), s.Cache.Values(l, s.base+s.total)
 		for _, j := range s.visible(s.treeRow(r0)) {
-			run(0, s.base+int(j), 1, keys, vals)
+			slot := s.base + int(j)
+			quant.ScoresF16(scores, attnChunk, qs, hd, keys[slot*kvd+kvh*hd:], kvd, 1, kbuf)
+			run(0, slot, 1, scores, vals)
 		}
 	}
 	for i := range nq {

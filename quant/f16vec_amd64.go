@@ -12,7 +12,7 @@ func scaleF16AVX2(acc *float32, n int, s float32)
 func toF16AVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
-func dotsF16AVX2(out *float32, q *float32, k *uint16, stride, n, count int)
+func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
 
 //go:noescape
 func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
@@ -21,7 +21,7 @@ func init() {
 	if !haveAVX2FMA {
 		return
 	}
-	f16Runs = &f16RunKernels{dots: dotsF16_amd64, mads: madsF16_amd64}
+	f16Runs = &f16RunKernels{scores: scoresF16_amd64, mads: madsF16_amd64}
 	archHooks = append(archHooks, func(s *kernelSet) {
 		s.madF16 = madF16_amd64
 		s.scaleF16 = scaleF16_amd64
@@ -59,13 +59,14 @@ func toF16_amd64(dst []uint16, src []float32) {
 	toF16Go(dst[n:len(src)], src[n:])
 }
 
-// dotsF16_amd64 takes lengths that are a multiple of 8 (head sizes are);
-// others go back to the loop of DotF16.
-func dotsF16_amd64(out, q []float32, k []uint16, stride int) bool {
-	if len(q) == 0 || len(q)%8 != 0 {
+// scoresF16_amd64 takes head sizes that are a multiple of 8 (all of
+// ggml's are); others go back to the Go loop.
+func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16, stride, count int, kbuf []float32) bool {
+	if hd%8 != 0 {
 		return false
 	}
-	dotsF16AVX2(&out[0], &q[0], &k[0], 2*stride, len(q), len(out))
+	_ = kbuf[hd-1]
+	scoresF16AVX2(&out[0], 4*ldo, &q[0], len(q)/hd, &keys[0], 2*stride, count, hd, &kbuf[0])
 	return true
 }
 

@@ -59,100 +59,101 @@ conv:
 	VZEROUPPER
 	RET
 
-// The per-row steps of dotsF16AVX2 are dotF16AVX2's in dot_amd64.s,
-// instruction for instruction (its HALF_DOT16 and HSUM4PD, repeated here
-// because macros are local to a file), so each score is bit-identical to
-// DotF16's.
-#define HALF_DOT16 \
-	VMULPS       0(DI), Y1, Y1; \
-	VMULPS       32(DI), Y2, Y2; \
-	VCVTPS2PD    X1, Y3; \
-	VEXTRACTF128 $1, Y1, X1; \
-	VCVTPS2PD    X1, Y4; \
-	VADDPD       Y3, Y0, Y0; \
-	VADDPD       Y4, Y5, Y5; \
-	VCVTPS2PD    X2, Y3; \
-	VEXTRACTF128 $1, Y2, X2; \
-	VCVTPS2PD    X2, Y4; \
-	VADDPD       Y3, Y6, Y6; \
-	VADDPD       Y4, Y7, Y7
-
-#define HSUM4PD \
-	VADDPD       Y5, Y0, Y0; \
-	VADDPD       Y7, Y6, Y6; \
-	VADDPD       Y6, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPD       X1, X0, X0; \
-	VPERMILPD    $1, X0, X1; \
-	VADDSD       X1, X0, X0
-
-// func dotsF16AVX2(out *float32, q *float32, k *uint16, stride, n, count int)
-// out[j] = float32(Σ f16(k[j·stride + i])·q[i]) for j < count, summed as
-// dotF16_amd64 sums: the multiples of 16 in four float64 accumulators,
-// then a last 8 one by one in order, as its Go tail does. n > 0 is a
-// multiple of 8, stride is in bytes, count > 0.
-TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
+// func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
+// For each of count key rows (stride bytes apart) and each of nq queries
+// (hd float32 each, back to back): out[i·ldo + j] = ggml_vec_dot_f16 of
+// query i and row j, in its AVX2 order: four 8-lane FMA accumulators over
+// each 32 values, added 0+2, 1+3, then 0+1, the halves of the result
+// added and two horizontal adds; the last hd mod 32 products (a multiple
+// of 8) added one by one in float64, which is then rounded to float32.
+// Row j is widened to float32 in kbuf once for all nq queries. ldo is in
+// bytes; hd > 0 is a multiple of 8; nq, count > 0.
+TEXT ·scoresF16AVX2(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), R8
-	MOVQ q+8(FP), R9
-	MOVQ k+16(FP), R10
-	MOVQ stride+24(FP), R11
-	MOVQ n+32(FP), R12
-	MOVQ count+40(FP), R13
-	MOVQ R12, R14
-	ANDQ $8, R14
-	SHRQ $4, R12
+	MOVQ k+32(FP), R10
+	MOVQ count+48(FP), R13
 
-dotsrow:
-	MOVQ   R10, SI
+scrow:
+	// kbuf = float32(row j)
+	MOVQ hd+56(FP), CX
+	MOVQ R10, SI
+	MOVQ kbuf+64(FP), DI
+
+sccvt:
+	VCVTPH2PS (SI), Y1
+	VMOVUPS   Y1, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  sccvt
+
+	MOVQ q+16(FP), R9
+	MOVQ nq+24(FP), R12
+	MOVQ R8, R11
+
+scquery:
+	MOVQ   kbuf+64(FP), SI
 	MOVQ   R9, DI
-	MOVQ   R12, CX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y5, Y5, Y5
-	VXORPD Y6, Y6, Y6
-	VXORPD Y7, Y7, Y7
+	MOVQ   hd+56(FP), CX
+	SHRQ   $5, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 	TESTQ  CX, CX
-	JZ     dotssum
+	JZ     screduce
 
-dotsinner:
-	VCVTPH2PS 0(SI), Y1
-	VCVTPH2PS 16(SI), Y2
-	HALF_DOT16
-	ADDQ $32, SI
-	ADDQ $64, DI
+scstep:
+	VMOVUPS     0(SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
 	DECQ CX
-	JNZ  dotsinner
+	JNZ  scstep
 
-dotssum:
-	HSUM4PD
-	TESTQ R14, R14
-	JZ    dotsstore
-	VCVTPH2PS    0(SI), Y1
-	VMULPS       0(DI), Y1, Y1
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $1, Y1, X1
-	VCVTPS2PD    X1, Y4
-	VADDSD       X3, X0, X0
-	VPERMILPD    $1, X3, X2
-	VADDSD       X2, X0, X0
-	VEXTRACTF128 $1, Y3, X3
-	VADDSD       X3, X0, X0
-	VPERMILPD    $1, X3, X2
-	VADDSD       X2, X0, X0
-	VADDSD       X4, X0, X0
-	VPERMILPD    $1, X4, X2
-	VADDSD       X2, X0, X0
-	VEXTRACTF128 $1, Y4, X4
-	VADDSD       X4, X0, X0
-	VPERMILPD    $1, X4, X2
-	VADDSD       X2, X0, X0
+screduce:
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VCVTSS2SD    X0, X0, X0
+	// the last hd mod 32 products, one by one in float64
+	MOVQ hd+56(FP), CX
+	ANDQ $31, CX
+	JZ   scstore
 
-dotsstore:
+sctail:
+	VMOVSS    (SI), X1
+	VMULSS    (DI), X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD    X1, X0, X0
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  sctail
+
+scstore:
 	VCVTSD2SS X0, X0, X0
-	VMOVSS    X0, (R8)
+	VMOVSS    X0, (R11)
+	ADDQ ldo+8(FP), R11
+	MOVQ hd+56(FP), AX
+	LEAQ (R9)(AX*4), R9
+	DECQ R12
+	JNZ  scquery
+
 	ADDQ $4, R8
-	ADDQ R11, R10
+	ADDQ stride+40(FP), R10
 	DECQ R13
-	JNZ  dotsrow
+	JNZ  scrow
 	VZEROUPPER
 	RET
 

@@ -67,8 +67,8 @@ func TestF16VecMatchesGo(t *testing.T) {
 	}
 }
 
-// TestF16RunsMatchLoops checks DotsF16 and MadsF16 against loops of the
-// one-row kernels (DotF16, madF16Go) bit for bit, for head
+// TestF16RunsMatchLoops checks ScoresF16 against scoreF16Go (ggml's order)
+// and MadsF16 against a loop of madF16Go, bit for bit, for head
 // sizes around the kernels' 16- and 64-wide groups, run lengths and row
 // strides, with the machine's kernels and the generic ones.
 func TestF16RunsMatchLoops(t *testing.T) {
@@ -83,23 +83,47 @@ func TestF16RunsMatchLoops(t *testing.T) {
 				for i := range rows {
 					rows[i] = F32ToF16(float32(rng.NormFloat64()))
 				}
-				rows[0] = 0x7c00 // +Inf in a value propagates the same way
-				q := make([]float32, hd)
+				rows[1] = 0x7c00 // +Inf in the first key row and a value row propagates the same way
+				const nq = 3
+				q := make([]float32, nq*hd)
 				for i := range q {
 					q[i] = float32(rng.NormFloat64())
 				}
 				RoundF16(q)
-				got := make([]float32, count+1)
-				got[count] = 42 // guard
-				DotsF16(got[:count], q, rows[1:], stride)
-				for j := range count {
-					r := rows[1+j*stride : 1+j*stride+hd]
-					if d := DotF16(q, r); math.Float32bits(got[j]) != math.Float32bits(d) {
-						t.Fatalf("DotsF16 hd=%d count=%d row %d: %v, DotF16 %v", hd, count, j, got[j], d)
-					}
+				ldo := count + 2
+				got := make([]float32, nq*ldo)
+				for i := range got {
+					got[i] = 42 // guards between the queries' outputs
 				}
-				if got[count] != 42 {
-					t.Fatalf("DotsF16 wrote past its output")
+				kbuf := make([]float32, hd)
+				ScoresF16(got, ldo, q, hd, rows[1:], stride, count, kbuf)
+				for i := range nq {
+					for j := range ldo {
+						g := got[i*ldo+j]
+						if j >= count {
+							if g != 42 {
+								t.Fatalf("ScoresF16 wrote past query %d's %d scores", i, count)
+							}
+							continue
+						}
+						r := rows[1+j*stride : 1+j*stride+hd]
+						qi := q[i*hd : (i+1)*hd]
+						if want := scoreF16Go(qi, r); math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("ScoresF16 generic=%v hd=%d count=%d query %d row %d: %v, want %v", generic, hd, count, i, j, g, want)
+						}
+						if j == 0 {
+							continue // row 0 holds +Inf
+						}
+						var exact, mag float64
+						for e := range qi {
+							p := float64(qi[e]) * float64(F16ToF32(r[e]))
+							exact += p
+							mag += math.Abs(p)
+						}
+						if d := math.Abs(float64(g) - exact); d > 1e-6*mag+1e-30 {
+							t.Fatalf("ScoresF16 hd=%d: %v, exact %v", hd, g, exact)
+						}
+					}
 				}
 				w := make([]float32, count)
 				for j := range w {
