@@ -314,8 +314,9 @@ func exp32(x float32) float32 {
 	case x > 89:
 		return float32(math.Inf(1))
 	}
-	t := float64(x) * math.Log2E
-	n := math.Floor(t + 0.5)
+	// n = round(x·log2 e): t+256.5 > 0 here, so truncation is floor,
+	// and cheaper than math.Floor.
+	n := float64(int64(float64(x)*math.Log2E+256.5)) - 256
 	r := float64(x) - n*math.Ln2
 	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
 	return float32(p * math.Float64frombits(uint64(int64(n)+1023)<<52))
