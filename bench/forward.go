@@ -21,6 +21,11 @@ type Options struct {
 	Prefix        int   // tokens in the cache before each measurement
 	BandwidthSize int64 // bytes of the bandwidth probe's buffer
 	SkipBandwidth bool
+	// Prompts are the prompt lengths of the prompt-processing measurement
+	// (llama-bench's pp<N>), each run from an empty cache in ubatches of
+	// UBatch tokens (≤ 0: 512, llama.cpp's default); none: not measured.
+	Prompts []int
+	UBatch  int
 	// Stream, if set, is the streamer serving the model's layers: the
 	// decode measurement then reports streaming against the storage's
 	// O_DIRECT bandwidth, read over DiskBytes of the model file (≤ 0: 512 MiB).
@@ -43,10 +48,27 @@ type ForwardResult struct {
 	PeakFrac  float64 `json:"int8_peak_fraction"`
 }
 
+// PromptResult is the speed of processing one prompt length, measured as
+// llama-bench's pp<N> is: N random tokens from an empty cache, in
+// ubatches of UBatch tokens (each a batched pass whose keys and values the
+// next one attends to), logits of the last token only; tok/s = N / time.
+type PromptResult struct {
+	Tokens  int     `json:"tokens"`
+	UBatch  int     `json:"ubatch"`
+	Seconds float64 `json:"seconds"` // median over repetitions
+	TokPerS float64 `json:"tok_per_s"`
+	GMACs   float64 `json:"g_mac_per_s"` // matrix multiply-adds per second (attention not counted)
+	// AttnShare is the share of the pass spent in attention over the cache
+	// (q·Kᵀ, softmax, ·V), from the State's own timers.
+	AttnShare float64 `json:"attention_share"`
+	PeakFrac  float64 `json:"int8_peak_fraction"`
+}
+
 // Report is everything one run of Run measured.
 type Report struct {
 	Model         string          `json:"model"`
 	Arch          string          `json:"arch"`
+	CPU           CPUInfo         `json:"cpu"`
 	Threads       int             `json:"threads"`
 	Kernels       string          `json:"kernels"`
 	WeightBytes   int64           `json:"weight_bytes"`
@@ -66,6 +88,7 @@ type Report struct {
 	RepackBytes   int64           `json:"repack_bytes"`
 	RepackSeconds float64         `json:"repack_seconds"`
 	Forward       []ForwardResult `json:"forward"`
+	Prompt        []PromptResult  `json:"prompt,omitempty"`
 	Stream        *StreamReport   `json:"stream,omitempty"`
 
 	// Panels says where the repacked panels came from (panelcache).
@@ -91,6 +114,9 @@ func (o *Options) defaults() {
 	if o.DiskBytes <= 0 {
 		o.DiskBytes = 512 << 20
 	}
+	if o.UBatch <= 0 {
+		o.UBatch = 512
+	}
 }
 
 // Run measures, in one run: the machine's memory-read bandwidth with as
@@ -102,7 +128,7 @@ func (o *Options) defaults() {
 func Run(m *model.Model, o Options) (Report, error) {
 	o.defaults()
 	c := m.Config
-	r := Report{Model: c.Name, Arch: c.Arch, Threads: m.Pool.Threads(), Kernels: quant.Kernels(),
+	r := Report{Model: c.Name, Arch: c.Arch, CPU: DetectCPU(), Threads: m.Pool.Threads(), Kernels: quant.Kernels(),
 		WeightBytes: m.WeightBytes(), BytesPerToken: m.DecodeBytes()}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
@@ -120,7 +146,14 @@ func Run(m *model.Model, o Options) (Report, error) {
 		}
 		maxBatch = max(maxBatch, b)
 	}
-	s, err := m.NewState(o.Prefix + max(maxBatch, o.DecodeTokens) + 1)
+	ctx := o.Prefix + max(maxBatch, o.DecodeTokens) + 1
+	for _, p := range o.Prompts {
+		if p < 1 {
+			return r, fmt.Errorf("bench: prompt length %d", p)
+		}
+		ctx = max(ctx, p)
+	}
+	s, err := m.NewState(ctx)
 	if err != nil {
 		return r, err
 	}
@@ -237,6 +270,16 @@ func Run(m *model.Model, o Options) (Report, error) {
 		}
 		r.Forward = append(r.Forward, fr)
 	}
+
+	for _, n := range o.Prompts {
+		say("prompt: %d tokens in ubatches of %d × %d", n, o.UBatch, o.Reps)
+		pr, err := runPrompt(s, tokens(n), o.UBatch, o.Reps, logits)
+		if err != nil {
+			return r, err
+		}
+		pr.GMACs = (float64(n)*float64(m.LayerMACs()) + float64(m.HeadMACs())) / pr.Seconds / 1e9
+		r.Prompt = append(r.Prompt, pr)
+	}
 	s.Truncate(0)
 
 	say("int8 peak: %d threads", r.Threads)
@@ -244,6 +287,9 @@ func Run(m *model.Model, o Options) (Report, error) {
 	if r.Int8Peak.GMACs > 0 {
 		for i := range r.Forward {
 			r.Forward[i].PeakFrac = r.Forward[i].GMACs / r.Int8Peak.GMACs
+		}
+		for i := range r.Prompt {
+			r.Prompt[i].PeakFrac = r.Prompt[i].GMACs / r.Int8Peak.GMACs
 		}
 	}
 	if len(probes) == o.Reps+1 {
@@ -259,6 +305,40 @@ func Run(m *model.Model, o Options) (Report, error) {
 		r.Bandwidth = medianProbe(probes)
 	}
 	return r, nil
+}
+
+// runPrompt processes prompt from an empty cache reps times, in ubatches
+// of ubatch tokens committed one after the other, and returns the median
+// time; the attention share is that of the median repetition.
+func runPrompt(s *model.State, prompt []int32, ubatch, reps int, logits []float32) (PromptResult, error) {
+	type rep struct{ sec, attn float64 }
+	var runs []rep
+	for range reps {
+		if err := s.Truncate(0); err != nil {
+			return PromptResult{}, err
+		}
+		s.AttnTime = 0
+		t0 := time.Now()
+		for lo := 0; lo < len(prompt); lo += ubatch {
+			hi := min(lo+ubatch, len(prompt))
+			if err := s.Forward(model.Chain(prompt[lo:hi])); err != nil {
+				return PromptResult{}, err
+			}
+			if hi == len(prompt) {
+				if err := s.Logits([]int{hi - lo - 1}, logits); err != nil {
+					return PromptResult{}, err
+				}
+			}
+			if err := s.CommitAll(); err != nil {
+				return PromptResult{}, err
+			}
+		}
+		sec := time.Since(t0).Seconds()
+		runs = append(runs, rep{sec, s.AttnTime.Seconds() / sec})
+	}
+	slices.SortFunc(runs, func(a, b rep) int { return cmp.Compare(a.sec, b.sec) })
+	mid := runs[(len(runs)-1)/2]
+	return PromptResult{Tokens: len(prompt), UBatch: ubatch, Seconds: mid.sec, TokPerS: float64(len(prompt)) / mid.sec, AttnShare: mid.attn}, nil
 }
 
 // bandwidthProbeReps is how often each stream count is read in one probe

@@ -5,32 +5,49 @@ import (
 	"time"
 )
 
-// int8Peak runs an int8 multiply-add loop of the CPU's best instruction for
-// iters iterations and returns the multiply-adds done (and a checksum); nil
-// where no such loop exists for this CPU.
-var (
-	int8Peak     func(iters int) (int64, int32)
-	int8PeakName string
-)
+// int8Loop is a register-only loop of the int8 multiply-add instructions a
+// family of kernels is built from: iters iterations of macsPerIter
+// multiply-adds, with a checksum the work cannot be dropped from (each
+// accumulator lane grows by a known amount per iteration).
+type int8Loop struct {
+	name        string
+	macsPerIter int64
+	sumPerIter  int32 // lane 0 of the folded accumulators, per iteration
+	run         func(iters int) int32
+}
+
+// int8Loops lists the loops this CPU can run, best first; the first is
+// the peak the report compares kernels with. Empty where the CPU (or a
+// noasm build) has none.
+var int8Loops []int8Loop
+
+// int8PeakMACs is the work of one thread in one repetition: about half a
+// second on a core of 3 G multiply-add instructions a second.
+var int8PeakMACs int64 = 1_500_000_000
+
+// noInt8Loop is the Instruction of a report made without an int8 loop.
+const noInt8Loop = "none (no int8 loop for this CPU or build)"
 
 // Int8Peak is the int8 multiply-add rate the cores reach in a loop of
 // independent dot-product instructions on registers: the ceiling a
 // batched quantized matmul could approach.
 type Int8Peak struct {
-	GMACs       float64 `json:"g_mac_per_s"` // all threads
+	GMACs       float64 `json:"g_mac_per_s"` // all threads; 0 when Instruction is none
 	Threads     int     `json:"threads"`
 	Instruction string  `json:"instruction"`
 }
 
-// MeasureInt8Peak runs the loop on threads goroutines at once, reps times,
-// and reports the median rate; zero where the CPU has no such loop.
+// MeasureInt8Peak runs the CPU's best int8 loop on threads goroutines at
+// once, reps times, and reports the median rate; where there is no loop
+// it says so in Instruction and reports no rate.
 func MeasureInt8Peak(threads, reps int) Int8Peak {
-	if int8Peak == nil {
-		return Int8Peak{Threads: threads}
+	if len(int8Loops) == 0 {
+		return Int8Peak{Threads: threads, Instruction: noInt8Loop}
 	}
-	const iters = 2_000_000
+	l := int8Loops[0]
+	iters := int(int8PeakMACs / l.macsPerIter)
 	var rates []float64
-	for range reps {
+	for range max(reps, 1) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var total int64
@@ -39,9 +56,9 @@ func MeasureInt8Peak(threads, reps int) Int8Peak {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, sum := int8Peak(iters)
+				sum := l.run(iters)
 				mu.Lock()
-				total += n
+				total += int64(iters) * l.macsPerIter
 				sinkVal ^= uint64(sum)
 				mu.Unlock()
 			}()
@@ -49,5 +66,5 @@ func MeasureInt8Peak(threads, reps int) Int8Peak {
 		wg.Wait()
 		rates = append(rates, float64(total)/time.Since(start).Seconds()/1e9)
 	}
-	return Int8Peak{GMACs: median(rates), Threads: threads, Instruction: int8PeakName}
+	return Int8Peak{GMACs: median(rates), Threads: threads, Instruction: l.name}
 }

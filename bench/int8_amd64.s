@@ -57,3 +57,59 @@ done:
 	VZEROUPPER
 	MOVL AX, ret+8(FP)
 	RET
+
+// func avx2Int8Loop(iters int) int32
+// Runs iters × 6 independent VPMADDUBSW+VPMADDWD+VPADDD chains on YMM
+// registers (32 int8 products each, pairs summed to int16, then pairs of
+// those to int32 by a multiply with ones, as the AVX2 kernels do) and folds
+// the accumulators so the work cannot be dropped.
+TEXT ·avx2Int8Loop(SB), NOSPLIT, $0-12
+	MOVQ iters+0(FP), CX
+	MOVL $0x01010101, AX
+	MOVQ AX, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU Y0, Y1
+	MOVL $0x00010001, AX
+	MOVQ AX, X2
+	VPBROADCASTD X2, Y2
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	TESTQ CX, CX
+	JZ avx2done
+
+avx2loop:
+	VPMADDUBSW Y1, Y0, Y3
+	VPMADDUBSW Y1, Y0, Y4
+	VPMADDUBSW Y1, Y0, Y5
+	VPMADDUBSW Y1, Y0, Y6
+	VPMADDUBSW Y1, Y0, Y7
+	VPMADDUBSW Y1, Y0, Y8
+	VPMADDWD Y2, Y3, Y3
+	VPMADDWD Y2, Y4, Y4
+	VPMADDWD Y2, Y5, Y5
+	VPMADDWD Y2, Y6, Y6
+	VPMADDWD Y2, Y7, Y7
+	VPMADDWD Y2, Y8, Y8
+	VPADDD Y3, Y9, Y9
+	VPADDD Y4, Y10, Y10
+	VPADDD Y5, Y11, Y11
+	VPADDD Y6, Y12, Y12
+	VPADDD Y7, Y13, Y13
+	VPADDD Y8, Y14, Y14
+	DECQ CX
+	JNZ avx2loop
+
+avx2done:
+	VPADDD Y10, Y9, Y9
+	VPADDD Y12, Y11, Y11
+	VPADDD Y14, Y13, Y13
+	VPADDD Y11, Y9, Y9
+	VPADDD Y13, Y9, Y9
+	VMOVD X9, AX
+	VZEROUPPER
+	MOVL AX, ret+8(FP)
+	RET

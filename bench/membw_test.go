@@ -34,16 +34,6 @@ func TestMemoryBandwidthSmall(t *testing.T) {
 	}
 }
 
-func TestInt8Peak(t *testing.T) {
-	p := MeasureInt8Peak(1, 1)
-	if int8Peak != nil && (p.GMACs <= 1 || p.Instruction == "") {
-		t.Errorf("%+v", p)
-	}
-	if int8Peak == nil && p.GMACs != 0 {
-		t.Errorf("no loop on this CPU but %+v", p)
-	}
-}
-
 func TestMedianProbe(t *testing.T) {
 	for _, tc := range []struct {
 		in   []float64

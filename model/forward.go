@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"shade/kv"
@@ -70,7 +71,7 @@ type State struct {
 	hb, hb2  []float32   // (n, ffn)
 	ropeCos  []float32   // (n, ropeDim/2)
 	ropeSin  []float32   // (n, ropeDim/2)
-	scratchF [][]float32 // per attention worker: (2·headDim)
+	scratchF [][]float32 // per attention worker: block·(2·headDim + 2 + attnChunk) + attnChunk + headDim
 	visBuf   []int32
 	scratch  quant.Scratch
 	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
@@ -79,6 +80,9 @@ type State struct {
 
 	slotBuf, rowBuf []int
 	attnLayer       int              // layer the attention workers run
+	attnQB          int              // query rows per attention task
+	attnBlocks      int              // query blocks of the pass
+	attnNext        atomic.Int64     // next attention task to hand out
 	attnFn          func(lo, hi int) // s.attendRange, bound once
 
 	// The layer in flight and its per-row steps, bound once so that handing
@@ -89,6 +93,10 @@ type State struct {
 
 	// LayerTimes[i] is how long layer i took in the last pass.
 	LayerTimes []time.Duration
+	// AttnTime adds up the time spent in attention over the cache (q·Kᵀ,
+	// softmax, ·V) until the caller resets it: the part of a prompt pass
+	// that grows with the square of its length.
+	AttnTime time.Duration
 }
 
 // NewState returns a state with a KV cache of ctx slots (the longest
@@ -104,7 +112,7 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
 	for w := range s.scratchF {
-		s.scratchF[w] = make([]float32, 2*c.HeadDim)
+		s.scratchF[w] = make([]float32, 3*c.HeadDim+2+2*attnChunk)
 	}
 	return s, nil
 }

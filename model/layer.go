@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"time"
 
 	"shade/quant"
 )
@@ -21,7 +22,9 @@ func (s *State) layer(l int, w *Layer) {
 	quant.MatMul(pool, w.Wv, s.xb, n, s.v, &s.scratch)
 	s.perRow(n, s.qkvFn)
 
+	t0 := time.Now()
 	s.attention(l)
+	s.AttnTime += time.Since(t0)
 	quant.MatMul(pool, w.Wo, s.att, n, s.proj, &s.scratch)
 	addTo(s.x[:n*dim], s.proj[:n*dim])
 
@@ -119,71 +122,161 @@ func (s *State) rope(row int, vec []float32, heads int) {
 	}
 }
 
+// attnBlock is how many query rows of a chain share one pass over the
+// keys and values: each K and V row loaded is used for that many queries
+// while it is in L1, and a head's work splits into tasks that balance over
+// the pool. Each query's own arithmetic does not depend on it.
+const attnBlock = 16
+
 // attention computes softmax(q·Kᵀ/√d)·V for every (row, head) of the batch
 // into s.att. Row i sees the committed cache and the batch rows visible to
-// it. Work is spread over the pool by (row, head) pairs.
+// it. The work is split into (head, block of query rows) tasks, handed out
+// to the pool's workers largest first.
 func (s *State) attention(l int) {
+	c := s.cfg
 	s.attnLayer = l
+	s.attnQB = 1
+	if s.chain {
+		s.attnQB = min(attnBlock, s.n)
+	}
+	s.attnBlocks = (s.n + s.attnQB - 1) / s.attnQB
+	s.attnNext.Store(0)
+	need := s.attnQB*(2*c.HeadDim+2+attnChunk) + attnChunk + c.HeadDim
+	for w := range s.scratchF {
+		if len(s.scratchF[w]) < need {
+			s.scratchF[w] = make([]float32, need)
+		}
+	}
 	s.m.Pool.For(len(s.scratchF), s.attnFn)
 }
 
-// attendRange runs the (row, head) tasks of workers [lo, hi): worker w takes
-// tasks w, w+workers, … so each worker owns one scratch buffer.
+// attendRange runs tasks for workers [lo, hi) until none are left. Task t
+// is head t%heads of query block blocks-1-t/heads: the blocks that see the
+// most slots go first, so the last tasks to finish are short ones.
 func (s *State) attendRange(lo, hi int) {
 	heads := s.cfg.Heads
-	tasks := s.n * heads
-	workers := len(s.scratchF)
+	tasks := int64(s.attnBlocks * heads)
 	for w := lo; w < hi; w++ {
-		for t := w; t < tasks; t += workers {
-			s.attendOne(s.attnLayer, t/heads, t%heads, s.scratchF[w])
+		for {
+			t := int(s.attnNext.Add(1) - 1)
+			if t >= int(tasks) {
+				break
+			}
+			b := s.attnBlocks - 1 - t/heads
+			r0 := b * s.attnQB
+			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%heads, s.scratchF[w])
 		}
 	}
 }
 
-// attendOne is ggml's CPU flash attention over an F16 cache, step for step,
-// so that results round as llama.cpp's do: the query is rounded to F16, each
-// score is an F16·F16 dot product, the softmax runs online, and the
-// weighted sum of values accumulates in F16.
-func (s *State) attendOne(l, row, h int, scratch []float32) {
+// attnChunk is how many consecutive slots a query's scores are computed
+// for at once, before its softmax steps over them: the K and V rows of a
+// chunk (attnChunk · headDim halves each) stay in L1 while the queries of
+// a block go over them.
+const attnChunk = 64
+
+// attendBlock runs head h of query rows [r0, r1) of the pass (more than
+// one only for a chain). It is ggml's CPU flash attention over an F16
+// cache, step for step for each query, so that results round as
+// llama.cpp's do: the query is rounded to F16, each score is an F16·F16
+// dot product summed in the order of ggml_vec_dot_f16's AVX2 path, the
+// softmax runs online over the slots in order, and the weighted sum of
+// values accumulates in F16 (the exponentials are exp32's, within an ulp
+// of expf's). The slots are taken in chunks: the scores of the whole block
+// against a chunk come from one call that widens each key row once, and
+// every query then goes over the chunk's values while they are in cache.
+// Each query's steps are the same, in the same order, whatever block and
+// chunk they fall in, which keeps every row's result independent of the
+// batch around it.
+func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	c := s.cfg
-	hd := c.HeadDim
+	hd, qd, kvd := c.HeadDim, c.QDim(), c.KVDim()
+	nq := r1 - r0
 	kvh := h / (c.Heads / c.KVHeads)
-	qh, acc := scratch[:hd], scratch[hd:2*hd]
-	copy(qh, s.q[row*c.QDim()+h*hd:row*c.QDim()+(h+1)*hd])
-	quant.RoundF16(qh)
-	clear(acc)
+	qs, scratch := scratch[:nq*hd], scratch[nq*hd:]
+	accs, scratch := scratch[:nq*hd], scratch[nq*hd:]
+	maxs, scratch := scratch[:nq], scratch[nq:]
+	sums, scratch := scratch[:nq], scratch[nq:]
+	scores, scratch := scratch[:nq*attnChunk], scratch[nq*attnChunk:]
+	weights, kbuf := scratch[:attnChunk], scratch[attnChunk:attnChunk+hd]
+	for i := range nq {
+		qh := qs[i*hd : (i+1)*hd]
+		copy(qh, s.q[(r0+i)*qd+h*hd:(r0+i)*qd+(h+1)*hd])
+		quant.RoundF16(qh)
+		maxs[i], sums[i] = float32(math.Inf(-1)), 0
+	}
+	clear(accs)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	maxScore := float32(math.Inf(-1))
-	var sum float32
-	attend := func(slot int) {
-		score := quant.DotF16(qh, s.Cache.K(l, slot)[kvh*hd:(kvh+1)*hd]) * scale
-		ms, vs := float32(1), float32(1)
-		if score > maxScore {
-			ms = float32(math.Exp(float64(maxScore - score)))
-			maxScore = score
-			quant.ScaleF16(acc, ms)
-		} else {
-			vs = float32(math.Exp(float64(score - maxScore)))
+	// run takes query i over n slots from slot on, consecutive in the
+	// cache, whose scores are in sc: the online softmax, whose value
+	// updates go to MadsF16 in runs between the steps that raise the
+	// maximum.
+	run := func(i, slot, n int, sc []float32, vals []uint16) {
+		off := slot*kvd + kvh*hd
+		acc := accs[i*hd : (i+1)*hd]
+		m, sum := maxs[i], sums[i]
+		from := 0 // first step whose value update is pending
+		for j, x := range sc[:n] {
+			x *= scale
+			ms, vs := float32(1), float32(1)
+			if x > m {
+				ms = exp32(m - x)
+				m = x
+				quant.MadsF16(acc, vals[off+from*kvd:], kvd, weights[from:j])
+				quant.ScaleF16(acc, ms)
+				from = j
+			} else {
+				vs = exp32(x - m)
+			}
+			weights[j] = vs
+			sum = sum*ms + vs
 		}
-		quant.MadF16(acc, s.Cache.V(l, slot)[kvh*hd:(kvh+1)*hd], vs)
-		sum = sum*ms + vs
+		quant.MadsF16(acc, vals[off+from*kvd:], kvd, weights[from:n])
+		maxs[i], sums[i] = m, sum
 	}
-	for slot := 0; slot < s.base; slot++ {
-		attend(slot)
-	}
+	// Slots [0, base) are seen by every query; then, in a chain, batch row
+	// j (slot base+j) by queries j and later; in a tree (one query), the
+	// rows visible to it. Scores are computed for the whole block and
+	// chunk at once (in a chain's last chunks, some for slots a query does
+	// not see, which it then skips).
+	last := s.base
 	if s.chain {
-		for j := 0; j <= row; j++ {
-			attend(s.base + j)
+		last = s.base + r1
+	}
+	keys, vals := s.Cache.Keys(l, max(last, 1)), s.Cache.Values(l, max(last, 1))
+	for c0 := 0; c0 < last; c0 += attnChunk {
+		c1 := min(c0+attnChunk, last)
+		// Queries that see none of the chunk need no scores: in a chain
+		// they are the first ones of the block.
+		i0 := 0
+		if s.chain {
+			i0 = max(0, c0-s.base-r0)
 		}
-	} else {
-		for _, j := range s.visible(s.treeRow(row)) {
-			attend(s.base + int(j))
+		quant.ScoresF16(scores[i0*attnChunk:], attnChunk, qs[i0*hd:], hd, keys[c0*kvd+kvh*hd:], kvd, c1-c0, kbuf)
+		for i := i0; i < nq; i++ {
+			// Query i sees slots below base+r0+i+1 (all of [0, base) in a tree).
+			end := c1
+			if s.chain {
+				end = min(c1, s.base+r0+i+1)
+			}
+			run(i, c0, end-c0, scores[i*attnChunk:], vals)
 		}
 	}
-	out := s.att[row*c.QDim()+h*hd : row*c.QDim()+(h+1)*hd]
-	inv := 1 / sum
-	for i := range out {
-		out[i] = acc[i] * inv
+	if !s.chain {
+		keys, vals = s.Cache.Keys(l, s.base+s.total), s.Cache.Values(l, s.base+s.total)
+		for _, j := range s.visible(s.treeRow(r0)) {
+			slot := s.base + int(j)
+			quant.ScoresF16(scores, attnChunk, qs, hd, keys[slot*kvd+kvh*hd:], kvd, 1, kbuf)
+			run(0, slot, 1, scores, vals)
+		}
+	}
+	for i := range nq {
+		out := s.att[(r0+i)*qd+h*hd : (r0+i)*qd+(h+1)*hd]
+		acc := accs[i*hd : (i+1)*hd]
+		inv := 1 / sums[i]
+		for k := range out {
+			out[k] = acc[k] * inv
+		}
 	}
 }
 
@@ -203,4 +296,28 @@ func addTo(dst, src []float32) {
 	for i := range dst {
 		dst[i] += src[i]
 	}
+}
+
+// exp32 is e^x in float32, as attention's softmax needs it: a degree-8
+// Taylor series on |r| ≤ ln2/2 after x = n·ln2 + r, in float64, so within
+// about an ulp of float32(math.Exp(x)) (tested to 2e-7 relative) for a
+// fraction of its cost,
+// which matters with one exponential per (query, slot, head). NaN stays
+// NaN, so a broken activation still shows in the logits.
+func exp32(x float32) float32 {
+	switch {
+	case !(x > -104): // NaN, or below half the smallest subnormal
+		if x != x {
+			return x
+		}
+		return 0
+	case x > 89:
+		return float32(math.Inf(1))
+	}
+	// n = round(x·log2 e): t+256.5 > 0 here, so truncation is floor,
+	// and cheaper than math.Floor.
+	n := float64(int64(float64(x)*math.Log2E+256.5)) - 256
+	r := float64(x) - n*math.Ln2
+	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
+	return float32(p * math.Float64frombits(uint64(int64(n)+1023)<<52))
 }

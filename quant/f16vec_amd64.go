@@ -11,10 +11,17 @@ func scaleF16AVX2(acc *float32, n int, s float32)
 //go:noescape
 func toF16AVX2(dst *uint16, src *float32, n int)
 
+//go:noescape
+func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
+
+//go:noescape
+func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
+
 func init() {
 	if !haveAVX2FMA {
 		return
 	}
+	f16Runs = &f16RunKernels{scores: scoresF16_amd64, mads: madsF16_amd64}
 	archHooks = append(archHooks, func(s *kernelSet) {
 		s.madF16 = madF16_amd64
 		s.scaleF16 = scaleF16_amd64
@@ -50,4 +57,25 @@ func toF16_amd64(dst []uint16, src []float32) {
 		toF16AVX2(&dst[0], &src[0], n)
 	}
 	toF16Go(dst[n:len(src)], src[n:])
+}
+
+// scoresF16_amd64 takes head sizes that are a multiple of 8 (all of
+// ggml's are); others go back to the Go loop.
+func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16, stride, count int, kbuf []float32) bool {
+	if hd%8 != 0 {
+		return false
+	}
+	_ = kbuf[hd-1]
+	scoresF16AVX2(&out[0], 4*ldo, &q[0], len(q)/hd, &keys[0], 2*stride, count, hd, &kbuf[0])
+	return true
+}
+
+// madsF16_amd64 takes lengths that are a multiple of 8, as madF16_amd64
+// runs them wholly in assembly.
+func madsF16_amd64(acc []float32, v []uint16, stride int, w []float32) bool {
+	if len(acc) == 0 || len(acc)%8 != 0 {
+		return false
+	}
+	madsF16AVX2(&acc[0], &v[0], 2*stride, &w[0], len(w), len(acc))
+	return true
 }

@@ -58,3 +58,190 @@ conv:
 	JNZ conv
 	VZEROUPPER
 	RET
+
+// func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
+// For each of count key rows (stride bytes apart) and each of nq queries
+// (hd float32 each, back to back): out[i·ldo + j] = ggml_vec_dot_f16 of
+// query i and row j, in its AVX2 order: four 8-lane FMA accumulators over
+// each 32 values, added 0+2, 1+3, then 0+1, the halves of the result
+// added and two horizontal adds; the last hd mod 32 products (a multiple
+// of 8) added one by one in float64, which is then rounded to float32.
+// Row j is widened to float32 in kbuf once for all nq queries. ldo is in
+// bytes; hd > 0 is a multiple of 8; nq, count > 0.
+TEXT ·scoresF16AVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), R8
+	MOVQ k+32(FP), R10
+	MOVQ count+48(FP), R13
+
+scrow:
+	// kbuf = float32(row j)
+	MOVQ hd+56(FP), CX
+	MOVQ R10, SI
+	MOVQ kbuf+64(FP), DI
+
+sccvt:
+	VCVTPH2PS (SI), Y1
+	VMOVUPS   Y1, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  sccvt
+
+	MOVQ q+16(FP), R9
+	MOVQ nq+24(FP), R12
+	MOVQ R8, R11
+
+scquery:
+	MOVQ   kbuf+64(FP), SI
+	MOVQ   R9, DI
+	MOVQ   hd+56(FP), CX
+	SHRQ   $5, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  CX, CX
+	JZ     screduce
+
+scstep:
+	VMOVUPS     0(SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  scstep
+
+screduce:
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VCVTSS2SD    X0, X0, X0
+	// the last hd mod 32 products, one by one in float64
+	MOVQ hd+56(FP), CX
+	ANDQ $31, CX
+	JZ   scstore
+
+sctail:
+	VMOVSS    (SI), X1
+	VMULSS    (DI), X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD    X1, X0, X0
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  sctail
+
+scstore:
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, (R11)
+	ADDQ ldo+8(FP), R11
+	MOVQ hd+56(FP), AX
+	LEAQ (R9)(AX*4), R9
+	DECQ R12
+	JNZ  scquery
+
+	ADDQ $4, R8
+	ADDQ stride+40(FP), R10
+	DECQ R13
+	JNZ  scrow
+	VZEROUPPER
+	RET
+
+// MADSTEP does one madF16AVX2 step on accumulator register A for the eight
+// halves at off(R10), with the weight broadcast in Y0.
+#define MADSTEP(off, T, A) \
+	VCVTPH2PS   off(R10), T; \
+	VFMADD231PS Y0, T, A; \
+	VCVTPS2PH   $0, A, X1; \
+	VCVTPH2PS   X1, A
+
+// func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
+// For j < count in order: acc[i] = f16(f16(v[j·stride + i])·w[j] + acc[i]),
+// each step madF16AVX2's. The accumulators stay in registers over all count
+// steps, 64 columns at a time (then 8); each column's sequence of roundings
+// is the same as one MadF16 call per step. n > 0 is a multiple of 8, stride
+// in bytes, count > 0.
+TEXT ·madsF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ stride+16(FP), R11
+	MOVQ w+24(FP), R9
+	MOVQ count+32(FP), R13
+	MOVQ n+40(FP), R12
+
+mads64:
+	CMPQ R12, $64
+	JLT  mads8
+	VMOVUPS 0(DI), Y8
+	VMOVUPS 32(DI), Y9
+	VMOVUPS 64(DI), Y10
+	VMOVUPS 96(DI), Y11
+	VMOVUPS 128(DI), Y12
+	VMOVUPS 160(DI), Y13
+	VMOVUPS 192(DI), Y14
+	VMOVUPS 224(DI), Y15
+	MOVQ SI, R10
+	MOVQ R9, BX
+	MOVQ R13, CX
+
+mads64step:
+	VBROADCASTSS (BX), Y0
+	MADSTEP(0, Y2, Y8)
+	MADSTEP(16, Y3, Y9)
+	MADSTEP(32, Y4, Y10)
+	MADSTEP(48, Y5, Y11)
+	MADSTEP(64, Y6, Y12)
+	MADSTEP(80, Y7, Y13)
+	MADSTEP(96, Y2, Y14)
+	MADSTEP(112, Y3, Y15)
+	ADDQ $4, BX
+	ADDQ R11, R10
+	DECQ CX
+	JNZ  mads64step
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	VMOVUPS Y12, 128(DI)
+	VMOVUPS Y13, 160(DI)
+	VMOVUPS Y14, 192(DI)
+	VMOVUPS Y15, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	SUBQ $64, R12
+	JMP  mads64
+
+mads8:
+	TESTQ R12, R12
+	JZ    madsdone
+	VMOVUPS (DI), Y8
+	MOVQ SI, R10
+	MOVQ R9, BX
+	MOVQ R13, CX
+
+mads8step:
+	VBROADCASTSS (BX), Y0
+	MADSTEP(0, Y2, Y8)
+	ADDQ $4, BX
+	ADDQ R11, R10
+	DECQ CX
+	JNZ  mads8step
+	VMOVUPS Y8, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $8, R12
+	JMP  mads8
+
+madsdone:
+	VZEROUPPER
+	RET

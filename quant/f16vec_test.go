@@ -66,3 +66,88 @@ func TestF16VecMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestF16RunsMatchLoops checks ScoresF16 against scoreF16Go (ggml's order)
+// and MadsF16 against a loop of madF16Go, bit for bit, for head
+// sizes around the kernels' 16- and 64-wide groups, run lengths and row
+// strides, with the machine's kernels and the generic ones.
+func TestF16RunsMatchLoops(t *testing.T) {
+	defer UseGeneric(false)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, generic := range []bool{false, true} {
+		UseGeneric(generic)
+		for _, hd := range []int{1, 8, 16, 24, 32, 64, 72, 128, 136, 256} {
+			for _, count := range []int{1, 2, 5, 17} {
+				stride := 3*hd + 8
+				rows := make([]uint16, (count-1)*stride+hd+1)
+				for i := range rows {
+					rows[i] = F32ToF16(float32(rng.NormFloat64()))
+				}
+				rows[1] = 0x7c00 // +Inf in the first key row and a value row propagates the same way
+				const nq = 3
+				q := make([]float32, nq*hd)
+				for i := range q {
+					q[i] = float32(rng.NormFloat64())
+				}
+				RoundF16(q)
+				ldo := count + 2
+				got := make([]float32, nq*ldo)
+				for i := range got {
+					got[i] = 42 // guards between the queries' outputs
+				}
+				kbuf := make([]float32, hd)
+				ScoresF16(got, ldo, q, hd, rows[1:], stride, count, kbuf)
+				for i := range nq {
+					for j := range ldo {
+						g := got[i*ldo+j]
+						if j >= count {
+							if g != 42 {
+								t.Fatalf("ScoresF16 wrote past query %d's %d scores", i, count)
+							}
+							continue
+						}
+						r := rows[1+j*stride : 1+j*stride+hd]
+						qi := q[i*hd : (i+1)*hd]
+						if want := scoreF16Go(qi, r); math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("ScoresF16 generic=%v hd=%d count=%d query %d row %d: %v, want %v", generic, hd, count, i, j, g, want)
+						}
+						if j == 0 {
+							continue // row 0 holds +Inf
+						}
+						var exact, mag float64
+						for e := range qi {
+							p := float64(qi[e]) * float64(F16ToF32(r[e]))
+							exact += p
+							mag += math.Abs(p)
+						}
+						if d := math.Abs(float64(g) - exact); d > 1e-6*mag+1e-30 {
+							t.Fatalf("ScoresF16 hd=%d: %v, exact %v", hd, g, exact)
+						}
+					}
+				}
+				w := make([]float32, count)
+				for j := range w {
+					w[j] = float32(rng.Float64())
+				}
+				acc := make([]float32, hd+1)
+				for i := range hd {
+					acc[i] = f16Table[F32ToF16(float32(rng.NormFloat64()))]
+				}
+				acc[hd] = 42
+				want := append([]float32(nil), acc[:hd]...)
+				for j, s := range w {
+					madF16Go(want, rows[j*stride:j*stride+hd], s)
+				}
+				MadsF16(acc[:hd], rows, stride, w)
+				for i := range want {
+					if math.Float32bits(want[i]) != math.Float32bits(acc[i]) {
+						t.Fatalf("MadsF16 generic=%v hd=%d count=%d: index %d = %v, want %v", generic, hd, count, i, acc[i], want[i])
+					}
+				}
+				if acc[hd] != 42 {
+					t.Fatalf("MadsF16 wrote past its accumulator")
+				}
+			}
+		}
+	}
+}

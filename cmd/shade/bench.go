@@ -29,13 +29,16 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "flash" {
 		return cmdBenchFlash(ctx, args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)\n       shade bench flash [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench flash -h)\n       shade bench qos [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench qos -h)", stderr)
+	fs := newFlagSet("bench", "bench [-m MODEL.gguf] [--dram-budget 50%] [--threads N] [--batches 1,2,4,…] [--prompt 512] [--long] [--reps N] [--json]\n       shade bench spec -m TARGET.gguf --draft DRAFT.gguf [...]  (shade bench spec -h)\n       shade bench flash [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench flash -h)\n       shade bench qos [-m TARGET.gguf --draft DRAFT.gguf] [...]  (shade bench qos -h)", stderr)
 	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
 	reps := fs.Int("reps", 3, "repetitions of each measurement (medians are reported; the memory bandwidth is probed before every decode repetition and after the last)")
 	decode := fs.Int("decode-tokens", 8, "decode steps timed per repetition")
 	bwMiB := fs.Int("bw-mib", 1024, "size of the bandwidth probe's buffer in MiB")
+	prompt := fs.String("prompt", "512", "prompt lengths of the prompt-processing measurement, comma-separated (0: none): each prompt of random tokens runs from an empty cache in ubatches of --ubatch tokens, logits of its last token only, and its median tok/s and attention share are reported, as llama-bench -p N reports ppN")
+	long := fs.Bool("long", false, "also measure a 2048-token prompt (pp2048)")
+	ubatch := fs.Int("ubatch", 512, "tokens per batched pass of a prompt (llama-bench's -ub, whose default is also 512)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	bf := addBudgetFlags(fs)
 	pos, err := parseFlags(fs, args)
@@ -56,6 +59,22 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--batches: %q is not a batch size in [1, 512]", f)
 		}
 		sizes = append(sizes, b)
+	}
+	var prompts []int
+	for _, f := range strings.Split(*prompt, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 0 || p > 1<<16 {
+			return fmt.Errorf("--prompt: %q is not a prompt length in [0, 65536]", f)
+		}
+		if p > 0 && !slices.Contains(prompts, p) {
+			prompts = append(prompts, p)
+		}
+	}
+	if *long && !slices.Contains(prompts, 2048) {
+		prompts = append(prompts, 2048)
+	}
+	if *ubatch < 1 || *ubatch > 1<<16 {
+		return fmt.Errorf("--ubatch: %d is not in [1, 65536]", *ubatch)
 	}
 	path := *modelPath
 	if path == "" {
@@ -78,6 +97,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep, err := bench.Run(m, bench.Options{
 		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20, Stream: stream,
+		Prompts: prompts, UBatch: *ubatch,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) },
 	})
 	if err != nil {
@@ -94,6 +114,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func printBench(w io.Writer, r *bench.Report) {
+	fmt.Fprintf(w, "cpu         %s (%s: %s)\n", r.CPU.Model, r.CPU.Arch, orDash(nonEmpty(strings.Join(r.CPU.Features, " "))))
 	fmt.Fprintf(w, "model       %s (%s), %d threads, %s kernels\n", r.Model, r.Arch, r.Threads, r.Kernels)
 	fmt.Fprintf(w, "weights     %s in all, %s read per decoded token", human(uint64(r.WeightBytes)), human(uint64(r.BytesPerToken)))
 	fmt.Fprintln(w)
@@ -112,12 +133,27 @@ func printBench(w io.Writer, r *bench.Report) {
 	}
 	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights = %.0f%% of the %.1f tok/s roofline (median of each repetition against the probes around it)\n",
 		r.DecodeTokPerS, r.DecodeGBps, 100*r.RooflineFrac, r.RooflineTokS)
-	if p := r.Int8Peak; p.GMACs > 0 {
+	p := r.Int8Peak
+	if p.GMACs > 0 {
 		fmt.Fprintf(w, "int8 peak   %.0f G multiply-adds/s (%s, %d threads)\n", p.GMACs, p.Instruction, p.Threads)
+	} else {
+		fmt.Fprintf(w, "int8 peak   %s\n", orDash(nonEmpty(p.Instruction)))
+	}
+	peak := func(frac float64) string {
+		if p.GMACs <= 0 {
+			return "    —"
+		}
+		return fmt.Sprintf("%5.1f%%", 100*frac)
 	}
 	fmt.Fprintln(w, "forward     batch   ms/pass     tok/s   cost vs batch 1   G MAC/s   of int8 peak")
 	for _, f := range r.Forward {
-		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×          %7.1f   %5.1f%%\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne, f.GMACs, 100*f.PeakFrac)
+		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×          %7.1f   %s\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne, f.GMACs, peak(f.PeakFrac))
+	}
+	if len(r.Prompt) > 0 {
+		fmt.Fprintln(w, "prompt      test      ubatch         s      tok/s   attention   G MAC/s   of int8 peak")
+		for _, pr := range r.Prompt {
+			fmt.Fprintf(w, "            %-8s  %6d  %8.2f  %9.2f   %8.1f%%   %7.1f   %s\n", fmt.Sprintf("pp%d", pr.Tokens), pr.UBatch, pr.Seconds, pr.TokPerS, 100*pr.AttnShare, pr.GMACs, peak(pr.PeakFrac))
+		}
 	}
 	printStreamBench(w, r)
 }
