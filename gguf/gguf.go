@@ -141,6 +141,7 @@ func Open(path string) (*File, error) {
 	}
 	f.mapped = true
 	f.Path = path
+	registerMapping(data, path)
 	return f, nil
 }
 
@@ -149,6 +150,7 @@ func (f *File) Close() error {
 	if f == nil || !f.mapped || f.data == nil {
 		return nil
 	}
+	unregisterMapping(f.data)
 	err := unix.Munmap(f.data)
 	f.data = nil
 	return err

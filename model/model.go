@@ -61,9 +61,18 @@ func (m *Model) Close() error {
 // their first use). Otherwise each matrix is repacked at its first use, so
 // the first pass pays for all of it. Call it once the model's layers are
 // placed: a layer repacked and then streamed drops its copy, so repacking
-// it first costs only time. It returns the bytes repacked.
-func (m *Model) Repack() int64 {
-	var n int64
+// it first costs only time. It returns the bytes repacked. If the mapped
+// file faults (it changed under the process), Repack stops there: the
+// next forward pass reads the same pages and returns the error.
+func (m *Model) Repack() (n int64) {
+	var err error
+	defer func() {
+		if err != nil {
+			n = 0
+		}
+	}()
+	defer gguf.CatchFault(&err)
+	defer gguf.GuardFaults()()
 	each(m, func(q quant.Matrix) { // a tied head is the embedding, counted once
 		if !q.Repacked() && q.Repack(m.Pool) {
 			n += int64(len(q.Data))

@@ -13,6 +13,7 @@ package par
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -82,6 +83,12 @@ func New(threads int) *Pool {
 // for spinWait, then park until woken.
 func (p *Pool) work(w *worker) {
 	defer func() { p.exited <- struct{}{} }()
+	// Loops read weights in place in mapped model files. A file truncated
+	// under the process raises SIGBUS on the next read, fatal for the
+	// whole process unless the goroutine asked for a panic: runCatching
+	// then hands it to the caller, which can turn it into an error
+	// (gguf.CatchFault), and the worker lives on for the next loop.
+	debug.SetPanicOnFault(true)
 	for {
 		idleSince := time.Now()
 		for spins := 0; ; spins++ {
