@@ -60,8 +60,7 @@ func mappedFile(addr uintptr) (path string, off uintptr, ok bool) {
 // memory fault on a file mapped by Open (which debug.SetPanicOnFault turns
 // into a panic instead of a fatal error), and nil otherwise.
 func FaultError(r any) error {
-	re, ok := r.(runtime.Error)
-	if !ok {
+	if _, ok := r.(runtime.Error); !ok {
 		return nil
 	}
 	fa, ok := r.(interface{ Addr() uintptr })
@@ -72,7 +71,7 @@ func FaultError(r any) error {
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: reading offset %d of its mapping faulted (%v); restart with the file in place", ErrModelFileChanged, path, off, re)
+	return fmt.Errorf("%w: %s: reading it at offset %d faulted (was it cut short, rewritten in place or removed from a device?); load it again", ErrModelFileChanged, path, off)
 }
 
 // CatchFault, deferred by a function that reads mapped tensor data (after

@@ -134,15 +134,23 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gguf: mmap %s: %w", path, err)
 	}
-	f, err := Parse(data)
+	registerMapping(data, path)
+	f, err := parseMapped(data)
 	if err != nil {
+		unregisterMapping(data)
 		unix.Munmap(data)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f.mapped = true
 	f.Path = path
-	registerMapping(data, path)
 	return f, nil
+}
+
+// parseMapped is Parse of a mapping, where a file cut meanwhile faults.
+func parseMapped(data []byte) (f *File, err error) {
+	defer CatchFault(&err)
+	defer GuardFaults()()
+	return Parse(data)
 }
 
 // Close unmaps the file. Tensor data slices must not be used afterwards.

@@ -38,7 +38,9 @@ import (
 // under pressure.
 //
 // layers must be in [1, N−1] for a target of N blocks.
-func DraftOf(w io.Writer, target *gguf.File, layers int) error {
+func DraftOf(w io.Writer, target *gguf.File, layers int) (err error) {
+	defer gguf.CatchFault(&err) // it copies tensors from the target's mapping
+	defer gguf.GuardFaults()()
 	keep, n, err := draftPlan(target, layers)
 	if err != nil {
 		return err
