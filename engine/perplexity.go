@@ -35,6 +35,9 @@ func (e *Engine) Perplexity(ctx context.Context, text string, nctx int, progress
 	if nctx < 4 {
 		return res, fmt.Errorf("engine: perplexity context %d too small (need ≥ 4)", nctx)
 	}
+	if err := e.checkContext(nctx, 0); err != nil {
+		return res, err
+	}
 	tokens, err := e.Tok.Encode(text, true, false)
 	if err != nil {
 		return res, fmt.Errorf("engine: perplexity text: %w", err)

@@ -164,3 +164,18 @@ func needModelOnly(fs *flag.FlagSet, pos []string, modelPath string) error {
 	}
 	return fmt.Errorf("unexpected arguments %q", pos)
 }
+
+// openInput opens a text input given by path (a prompt or text file): a
+// directory is a clear error rather than a read error later. Pipes and
+// FIFOs are inputs too (-f <(cmd)), so they are not refused.
+func openInput(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s is a directory, not a text file", path)
+	}
+	return f, nil
+}
