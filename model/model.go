@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 
 	"shade/gguf"
 	"shade/par"
@@ -18,14 +19,20 @@ type Model struct {
 	Pool    *par.Pool
 }
 
-// Open maps a GGUF file and loads the model in it. threads ≤ 0 uses every CPU.
+// Open maps a GGUF file and loads the model in it. threads ≤ 0 uses every
+// CPU; more than par.MaxThreads is an error.
 func Open(path string, threads int) (*Model, error) {
+	if mx := par.MaxThreads(); threads > mx {
+		return nil, fmt.Errorf("model: %d threads: at most %d (%d per CPU) can help, and each costs memory and wake-ups", threads, mx, mx/runtime.NumCPU())
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := FromFile(f, par.New(threads))
+	pool := par.New(threads)
+	m, err := FromFile(f, pool)
 	if err != nil {
+		pool.Close()
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -63,6 +63,11 @@ type loop struct {
 
 type panicValue struct{ v any }
 
+// MaxThreads is the most threads a pool should have: 4 per CPU. Workers
+// spin between loops, so beyond the CPUs they only take turns, and each
+// one costs a goroutine's stack and a wake-up per loop.
+func MaxThreads() int { return 4 * runtime.NumCPU() }
+
 // New starts a pool of threads participants (threads-1 worker goroutines plus
 // the caller). threads <= 0 means runtime.NumCPU().
 func New(threads int) *Pool {

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 )
 
 type command struct {
@@ -62,8 +63,15 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM stops a command as Ctrl-C does (serve drains, synth removes
+	// its temporary file); once one has arrived, the next one kills at once,
+	// so a command that does not stop can still be ended.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
