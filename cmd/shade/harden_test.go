@@ -109,12 +109,12 @@ func TestHostileInput(t *testing.T) {
 func TestInspectHostileMetadata(t *testing.T) {
 	model := sharedFile(t, "conformance/stories260K.gguf")
 	path := gguftest.Rewrite(t, model, "hostile.gguf", map[string]any{
-		"general.name":          "evil\x1b[2J\x1b]0;pwned\x07\nforged.key                                   forged",
-		"general.description":   "right\u202eleft\tcol\xff",
-		"x.nan":                 float32(math.NaN()),
-		"x.inf":                 math.Inf(-1),
-		"x.floats":              []float32{1, float32(math.NaN()), float32(math.Inf(1))},
-		"evil\nkey\x1b[31m": uint32(1),
+		"general.name":        "evil\x1b[2J\x1b]0;pwned\x07\nforged.key                                   forged",
+		"general.description": "right\u202eleft\tcol\xff",
+		"x.nan":               float32(math.NaN()),
+		"x.inf":               math.Inf(-1),
+		"x.floats":            []float32{1, float32(math.NaN()), float32(math.Inf(1))},
+		"evil\nkey\x1b[31m":   uint32(1),
 	}, nil)
 	code, out, errOut := shade(t, "inspect", path)
 	if code != 0 {
