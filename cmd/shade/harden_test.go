@@ -45,6 +45,8 @@ func TestHostileInput(t *testing.T) {
 		{[]string{"run", "-m", model, "-f", big, "--ctx", "64"}, 1, "prompt too long"},
 		{[]string{"run", "-m", model, "-p", "x", "-f", prompt}, 1, "-p and -f both"},
 		{[]string{"run", "-m", model, "-f", dir}, 1, "is a directory"},
+		{[]string{"perplexity", "-m", model, "-f", dir}, 1, "is a directory"},
+		{[]string{"perplexity", "-m", model, "-f", big, "--ctx", "1000000"}, 1, "trained for 2048"},
 		// context sizes (3)
 		{[]string{"run", "-m", model, "-p", "x", "--ctx", "1000000000"}, 1, "at most 2048"},
 		{[]string{"chat", "-m", model, "--ctx", "1000000000"}, 1, "trained for 2048"},
@@ -192,5 +194,16 @@ func TestReadLines(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
 			t.Errorf("readLines(%.20q…) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestReadTextLimit(t *testing.T) {
+	if _, err := readText("/dev/zero", 1<<10); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("/dev/zero with a 1 KiB limit: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "t.txt")
+	os.WriteFile(path, []byte("four"), 0o644)
+	if b, err := readText(path, 4); err != nil || string(b) != "four" {
+		t.Errorf("a file at the limit: %q, %v", b, err)
 	}
 }
