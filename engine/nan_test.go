@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"shade/internal/gguftest"
@@ -94,5 +95,19 @@ func TestNaNTarget(t *testing.T) {
 				t.Errorf("temp %v, %v: %d tokens emitted from NaN logits", sp.Temp, cfg.Mode, st.GenTokens)
 			}
 		}
+	}
+}
+
+// TestNaNPerplexity: perplexity over NaN logits is an error, not a NaN
+// result (which --json could not even print).
+func TestNaNPerplexity(t *testing.T) {
+	e, err := Load(nanModel(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, err = e.Perplexity(context.Background(), strings.Repeat("Once upon a time there was a girl. ", 8), 16, nil)
+	if !errors.Is(err, spec.ErrNonFinite) {
+		t.Fatalf("got %v, want an error wrapping spec.ErrNonFinite", err)
 	}
 }
