@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -208,11 +209,14 @@ func readLines(r io.Reader, limit int, out chan<- chatLine) {
 		if !skipping {
 			buf = append(buf, frag...)
 		}
-		if len(buf) > limit+1 { // +1: the newline
+		if len(buf) > limit+1 { // +1: the newline; no need to keep more
 			buf, skipping = buf[:0], true
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
+		}
+		if n := len(bytes.TrimSuffix(buf, []byte("\n"))); n > limit {
+			buf, skipping = buf[:0], true
 		}
 		if skipping {
 			out <- chatLine{tooLong: true}

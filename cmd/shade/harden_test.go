@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"shade/internal/gguftest"
 )
@@ -206,4 +208,72 @@ func TestReadTextLimit(t *testing.T) {
 	if b, err := readText(path, 4); err != nil || string(b) != "four" {
 		t.Errorf("a file at the limit: %q, %v", b, err)
 	}
+}
+
+// FuzzReadLines: readLines splits any input into the lines a Scanner
+// would give, except that lines over the limit come as tooLong, and never
+// sends a line longer than the limit.
+func FuzzReadLines(f *testing.F) {
+	f.Add("a\nb\r\n\nc", 4)
+	f.Add(strings.Repeat("z", 100)+"\n\n", 7)
+	f.Fuzz(func(t *testing.T, in string, limit int) {
+		if limit < 1 || limit > 1<<12 {
+			return
+		}
+		ch := make(chan chatLine)
+		go readLines(strings.NewReader(in), limit, ch)
+		var want []string
+		if in != "" {
+			want = strings.Split(strings.TrimSuffix(in, "\n"), "\n")
+		}
+		i := 0
+		for l := range ch {
+			if l.err != nil {
+				t.Fatal(l.err)
+			}
+			if i >= len(want) {
+				t.Fatalf("line %d beyond the %d of %q", i, len(want), in)
+			}
+			w := strings.TrimSuffix(want[i], "\r")
+			switch {
+			case l.tooLong && len(want[i]) <= limit:
+				t.Fatalf("line %q of %d bytes called too long (limit %d)", want[i], len(want[i]), limit)
+			case !l.tooLong && l.text != w:
+				t.Fatalf("line %d: %q, want %q", i, l.text, w)
+			case len(l.text) > limit:
+				t.Fatalf("a line of %d bytes sent (limit %d)", len(l.text), limit)
+			}
+			i++
+		}
+		if i != len(want) {
+			t.Fatalf("%d lines of %d from %q", i, len(want), in)
+		}
+	})
+}
+
+// FuzzClean: clean's output has no control character, bidirectional
+// override or invalid UTF-8, and leaves printable text as it was.
+func FuzzClean(f *testing.F) {
+	f.Add("plain text é 漢字")
+	f.Add("a\x1b[31mred\n\t\xff\u202e")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := clean(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("clean(%q) = %q: invalid UTF-8", s, out)
+		}
+		for _, r := range out {
+			if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+				t.Fatalf("clean(%q) = %q keeps %U", s, out, r)
+			}
+		}
+		safe := utf8.ValidString(s)
+		for _, r := range s {
+			if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+				safe = false
+			}
+		}
+		if safe && out != s {
+			t.Fatalf("clean changed printable %q to %q", s, out)
+		}
+	})
 }
