@@ -80,6 +80,7 @@ func TestHostileInput(t *testing.T) {
 		{synthTo(link), 1, "symbolic link"},
 		{synthTo(dir), 1, "directory"},
 		{synthTo(existing), 1, "--force"},
+		{[]string{"synth", "--draft-of", sharedFile(t, "conformance/llama-tiny-q8_0.gguf"), "--layers", "1", "--agreement", "1000000000000", "-o", filepath.Join(dir, "d.gguf")}, 1, "--agreement"},
 	}
 	for _, tc := range cases {
 		done := make(chan struct{})

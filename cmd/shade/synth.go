@@ -127,11 +127,15 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// maxAgreement bounds --agreement: more tokens than any model's context.
+const maxAgreement = 1 << 20
+
 // synthDraft writes the draft of target and, if n > 0, measures its greedy
 // agreement with the target over n random tokens.
 func synthDraft(ctx context.Context, target string, layers int, out string, n int, seed uint64, stdout io.Writer) error {
-	if n < 0 {
-		return fmt.Errorf("--agreement %d: a number of tokens ≥ 0", n)
+	if n < 0 || n > maxAgreement {
+		// Agreement runs the models over n tokens at once: n KV slots each.
+		return fmt.Errorf("--agreement %d: a number of tokens in [0, %d]", n, maxAgreement)
 	}
 	t0 := time.Now()
 	tf, err := gguf.Open(target)
@@ -171,6 +175,9 @@ func synthDraft(ctx context.Context, target string, layers int, out string, n in
 	toks := make([]int32, n)
 	for i := range toks {
 		toks[i] = int32(r.IntN(tm.Config.Vocab))
+	}
+	if n > tm.Config.ContextLen {
+		return fmt.Errorf("--agreement %d: more tokens than the target's context of %d", n, tm.Config.ContextLen)
 	}
 	a, err := synth.Agreement(tm, dm, toks)
 	if err != nil {
