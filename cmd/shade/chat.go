@@ -14,7 +14,9 @@ import (
 
 	"shade/chat"
 	"shade/engine"
+	"shade/gguf"
 	"shade/sample"
+	"shade/spec"
 )
 
 // chatInput and chatInterrupts are the terminal; tests replace them.
@@ -171,6 +173,10 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		close(done)
 		interrupted := <-stopped
 		cancel()
+		if errors.Is(err, gguf.ErrModelFileChanged) || errors.Is(err, spec.ErrNonFinite) {
+			fmt.Fprintln(stdout)
+			return err // every later turn would fail the same way
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			history = history[:len(history)-1]
 			fmt.Fprintf(stderr, "\nshade chat: %v\n", err)

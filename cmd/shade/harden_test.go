@@ -170,6 +170,19 @@ func TestChatLongLine(t *testing.T) {
 	}
 }
 
+// TestChatNaNModel: a model computing NaN ends the chat with the error
+// (every later turn would fail the same way).
+func TestChatNaNModel(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	nan := gguftest.Rewrite(t, model, "NAN.gguf", nil, gguftest.FillF32("output.weight", float32(math.NaN())))
+	defer func() { chatInput = os.Stdin }()
+	chatInput = strings.NewReader("Hello\nHello again\n/exit\n")
+	code, _, errOut := shade(t, "chat", "-m", nan, "-n", "4")
+	if code != 1 || !strings.Contains(errOut, "NaN or infinite logits") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
 func TestReadLines(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
