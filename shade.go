@@ -92,6 +92,10 @@ func Open(path string, opt *Options) (*Model, error) {
 		}
 	}
 	e.Panels = &panels
+	if err := e.CheckContext(opt.Ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
 	e.Repack()
 	tmpl, _ := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
 	return &Model{e: e, tmpl: tmpl, spec: spec.Config{Mode: mode, DraftMax: opt.DraftMax}, ctx: e.ContextSize(opt.Ctx)}, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"shade/gguf"
 	"shade/model"
 	"shade/quant"
 	"shade/weights"
@@ -46,7 +47,9 @@ func (o *Options) defaults() {
 // Measure times the target (and the draft, if not nil) on this machine.
 // modelPath, if not empty, is the target's file, whose O_DIRECT read rate
 // is measured too.
-func Measure(target, draft *model.Model, modelPath string, o Options) (*Model, error) {
+func Measure(target, draft *model.Model, modelPath string, o Options) (_ *Model, err error) {
+	defer gguf.CatchFault(&err) // it times the head's MatMul on the mapped file directly
+	defer gguf.GuardFaults()()
 	o.defaults()
 	t0 := time.Now()
 	bs := slices.Clone(o.Batches)

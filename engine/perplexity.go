@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"shade/model"
+	"shade/spec"
 )
 
 // PerplexityResult is the outcome of a perplexity run.
@@ -34,6 +35,9 @@ func (e *Engine) Perplexity(ctx context.Context, text string, nctx int, progress
 	res := PerplexityResult{Ctx: nctx}
 	if nctx < 4 {
 		return res, fmt.Errorf("engine: perplexity context %d too small (need ≥ 4)", nctx)
+	}
+	if err := e.checkContext(nctx, 0); err != nil {
+		return res, err
 	}
 	tokens, err := e.Tok.Encode(text, true, false)
 	if err != nil {
@@ -77,7 +81,11 @@ func (e *Engine) Perplexity(ctx context.Context, text string, nctx int, progress
 				return res, err
 			}
 			for k, q := range rows {
-				nll -= logSoftmaxAt(logits[k*vocab:(k+1)*vocab], chunk[q+1])
+				lp := logSoftmaxAt(logits[k*vocab:(k+1)*vocab], chunk[q+1])
+				if math.IsNaN(lp) || math.IsInf(lp, 0) {
+					return res, fmt.Errorf("engine: perplexity: %w at position %d of chunk %d: the model file's weights or hyperparameters are broken", spec.ErrNonFinite, q, c)
+				}
+				nll -= lp
 				res.Scored++
 			}
 		}

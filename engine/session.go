@@ -80,6 +80,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if r.Spec.Mode == spec.Lever {
 		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
 	}
+	if err := e.checkContext(n, spare); err != nil {
+		return nil, err
+	}
 	s, err := e.Model.NewState(n + spare)
 	if err != nil {
 		return nil, err

@@ -92,3 +92,48 @@ func TestSessionCancelAndLimits(t *testing.T) {
 		t.Fatalf("stop %q, want context", st.StopReason)
 	}
 }
+
+// TestContextTooLarge: a context beyond the model's trained length, or
+// whose KV cache would not fit memory, is an error before anything is
+// allocated, saying what fits.
+func TestContextTooLarge(t *testing.T) {
+	e := load(t, "stories260K.gguf") // trained for 2048 tokens
+	for _, tc := range []struct {
+		ctx  int
+		want string
+	}{
+		{1_000_000_000, "at most 2048"},
+		{2049, "trained for 2048"},
+		{-1, "negative"},
+	} {
+		err := e.CheckContext(tc.ctx)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CheckContext(%d) = %v, want mention of %q", tc.ctx, err, tc.want)
+		}
+		if tc.ctx > 0 {
+			_, err := e.NewSession(Request{Prompt: "Once", Ctx: tc.ctx}, nil)
+			if !errors.Is(err, ErrContextTooLarge) {
+				t.Errorf("NewSession with Ctx %d: %v", tc.ctx, err)
+			}
+			_, err = e.Perplexity(context.Background(), "Once upon a time", tc.ctx, nil)
+			if !errors.Is(err, ErrContextTooLarge) {
+				t.Errorf("Perplexity with ctx %d: %v", tc.ctx, err)
+			}
+		}
+	}
+	if err := e.CheckContext(2048); err != nil {
+		t.Errorf("the trained context refused: %v", err)
+	}
+	// A model that claims a huge trained context is still bounded by memory.
+	cfg := *e.Model.Config
+	cfg.ContextLen = 1 << 40
+	m := *e.Model
+	m.Config = &cfg
+	big := &Engine{Model: &m}
+	if avail := AvailableMemory(); avail > 0 {
+		err := big.CheckContext(1 << 40)
+		if !errors.Is(err, ErrContextTooLarge) || !strings.Contains(err.Error(), "fits") {
+			t.Errorf("a context of 2^40 tokens with %d bytes available: %v", avail, err)
+		}
+	}
+}

@@ -113,8 +113,11 @@ type File struct {
 }
 
 // Open maps the file at path read-only and parses it.
+// It must be a regular file: a directory, FIFO, device or socket is an
+// error at once (opened non-blocking, a FIFO without a writer does not
+// hold Open up).
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
@@ -122,6 +125,12 @@ func Open(path string) (*File, error) {
 	st, err := fd.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	switch mode := st.Mode(); {
+	case mode.IsDir():
+		return nil, fmt.Errorf("gguf: %s is a directory, not a GGUF file", path)
+	case !mode.IsRegular():
+		return nil, fmt.Errorf("gguf: %s is not a regular file (%s): a model must be a file that can be mapped", path, fileKind(mode))
 	}
 	size := st.Size()
 	if size == 0 {
@@ -134,8 +143,10 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gguf: mmap %s: %w", path, err)
 	}
-	f, err := Parse(data)
+	registerMapping(data, path)
+	f, err := parseMapped(data)
 	if err != nil {
+		unregisterMapping(data)
 		unix.Munmap(data)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -144,11 +155,34 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
+// parseMapped is Parse of a mapping, where a file cut meanwhile faults.
+func parseMapped(data []byte) (f *File, err error) {
+	defer CatchFault(&err)
+	defer GuardFaults()()
+	return Parse(data)
+}
+
+// fileKind names a non-regular file's type for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
+}
+
 // Close unmaps the file. Tensor data slices must not be used afterwards.
 func (f *File) Close() error {
 	if f == nil || !f.mapped || f.data == nil {
 		return nil
 	}
+	unregisterMapping(f.data)
 	err := unix.Munmap(f.data)
 	f.data = nil
 	return err

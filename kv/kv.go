@@ -11,7 +11,10 @@
 // and the same rounding the reference results were computed with.
 package kv
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Cache holds keys and values for every layer.
 type Cache struct {
@@ -29,12 +32,34 @@ func New(layers, dim, capacity int) (*Cache, error) {
 	if layers <= 0 || dim <= 0 || capacity <= 0 {
 		return nil, fmt.Errorf("kv: invalid shape %d layers × %d slots × %d", layers, capacity, dim)
 	}
+	if Bytes(layers, dim, capacity) < 0 {
+		return nil, fmt.Errorf("kv: a cache of %d layers × %d slots × %d is too large to address", layers, capacity, dim)
+	}
 	c := &Cache{layers: layers, dim: dim, cap: capacity, k: make([][]uint16, layers), v: make([][]uint16, layers)}
 	for l := range layers {
 		c.k[l] = make([]uint16, capacity*dim)
 		c.v[l] = make([]uint16, capacity*dim)
 	}
 	return c, nil
+}
+
+// Bytes is the memory a cache of capacity slots for layers layers of
+// entries of dim floats reserves, or -1 if that does not fit an int (or
+// the shape is not positive).
+func Bytes(layers, dim, capacity int) int64 {
+	if layers <= 0 || dim <= 0 || capacity <= 0 {
+		return -1
+	}
+	// Each layer's K (and V) is one slice of capacity·dim halves.
+	perLayer := uint64(capacity) * uint64(dim)
+	if perLayer/uint64(dim) != uint64(capacity) || perLayer > math.MaxInt/2 {
+		return -1
+	}
+	total := perLayer * 2 * 2 * uint64(layers)
+	if total/uint64(layers) != perLayer*4 || total > math.MaxInt64 {
+		return -1
+	}
+	return int64(total)
 }
 
 // Len is the number of committed entries.

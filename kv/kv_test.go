@@ -101,3 +101,19 @@ func TestAppendFrom(t *testing.T) {
 		t.Fatalf("a refused append changed Len to %d", dst.Len())
 	}
 }
+
+// TestNewTooLarge: a shape whose size overflows is an error before any
+// allocation, and Bytes says what a shape reserves.
+func TestNewTooLarge(t *testing.T) {
+	if got := Bytes(2, 8, 16); got != 2*8*16*2*2 {
+		t.Errorf("Bytes(2, 8, 16) = %d", got)
+	}
+	for _, s := range [][3]int{{1 << 30, 1 << 20, 1 << 20}, {1, 1 << 62, 4}, {32, 1024, 1 << 50}, {0, 1, 1}} {
+		if b := Bytes(s[0], s[1], s[2]); b != -1 {
+			t.Errorf("Bytes%v = %d, want -1", s, b)
+		}
+		if _, err := New(s[0], s[1], s[2]); err == nil {
+			t.Errorf("New%v accepted", s)
+		}
+	}
+}

@@ -122,8 +122,8 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 		case typ == "none":
 		case typ == "linear":
 			factor := floatKey(p+"rope.scaling.factor", 1)
-			if factor <= 0 {
-				errs = append(errs, fmt.Errorf("rope.scaling.factor %v must be positive", factor))
+			if !(factor > 0) || math.IsInf(float64(factor), 0) { // NaN too
+				errs = append(errs, fmt.Errorf("rope.scaling.factor %v must be a positive number", factor))
 			} else {
 				c.RopeScale = 1 / factor
 			}
@@ -137,12 +137,14 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	switch {
 	case c.Heads%c.KVHeads != 0:
 		return nil, fmt.Errorf("model: %d heads is not a multiple of %d kv heads", c.Heads, c.KVHeads)
-	case c.HeadDim%2 != 0 || c.RopeDim%2 != 0 || c.RopeDim > c.HeadDim:
-		return nil, fmt.Errorf("model: head dim %d and rope dim %d must be even, rope ≤ head", c.HeadDim, c.RopeDim)
-	case c.RMSEps <= 0 || c.RMSEps > 1 || math.IsNaN(float64(c.RMSEps)):
-		return nil, fmt.Errorf("model: rms epsilon %v out of range", c.RMSEps)
-	case c.RopeBase <= 1 || math.IsInf(float64(c.RopeBase), 0):
-		return nil, fmt.Errorf("model: rope base %v out of range", c.RopeBase)
+	case c.HeadDim < 2 || c.RopeDim < 2 || c.HeadDim%2 != 0 || c.RopeDim%2 != 0 || c.RopeDim > c.HeadDim:
+		return nil, fmt.Errorf("model: head dim %d and rope dim %d must be even and positive, rope ≤ head", c.HeadDim, c.RopeDim)
+	case int64(c.Heads)*int64(c.HeadDim) > 1<<24:
+		return nil, fmt.Errorf("model: %d heads of %d dimensions out of range", c.Heads, c.HeadDim)
+	case !(c.RMSEps > 0 && c.RMSEps <= 1): // NaN too
+		return nil, fmt.Errorf("model: rms epsilon %v out of range (0, 1]", c.RMSEps)
+	case !(c.RopeBase > 1) || math.IsInf(float64(c.RopeBase), 0): // NaN too
+		return nil, fmt.Errorf("model: rope.freq_base %v out of range (a number above 1)", c.RopeBase)
 	}
 	return c, nil
 }

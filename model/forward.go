@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"shade/gguf"
 	"shade/kv"
 	"shade/quant"
 )
@@ -151,7 +152,9 @@ func (s *State) Extend(b Batch) error {
 	return s.begin(b, true)
 }
 
-func (s *State) begin(b Batch, extend bool) error {
+func (s *State) begin(b Batch, extend bool) (err error) {
+	defer gguf.CatchFault(&err) // a changed model file: an error, not a crash
+	defer gguf.GuardFaults()()
 	c := s.cfg
 	n := len(b.Tokens)
 	if n == 0 {
@@ -438,7 +441,9 @@ func (s *State) Pruned(i int) bool {
 // RunLayers runs layers [from, to) over the batch, in order, calling hook
 // (if non-nil) after each one; a hook error stops the pass and is returned.
 // Layers must run in order from 0 without gaps.
-func (s *State) RunLayers(from, to int, hook func(layer int) error) error {
+func (s *State) RunLayers(from, to int, hook func(layer int) error) (err error) {
+	defer gguf.CatchFault(&err) // a changed model file: an error, not a crash
+	defer gguf.GuardFaults()()
 	if s.n == 0 {
 		return fmt.Errorf("model: RunLayers without Begin")
 	}
@@ -495,7 +500,9 @@ func (s *State) Forward(b Batch) error {
 
 // Logits applies the final norm and the LM head to the given batch rows,
 // writing len(rows)·Vocab values to out (row-major). All layers must have run.
-func (s *State) Logits(rows []int, out []float32) error {
+func (s *State) Logits(rows []int, out []float32) (err error) {
+	defer gguf.CatchFault(&err) // a changed model file: an error, not a crash
+	defer gguf.GuardFaults()()
 	c := s.cfg
 	if s.next != c.Layers {
 		return fmt.Errorf("model: Logits after %d of %d layers", s.next, c.Layers)
@@ -573,7 +580,9 @@ func (s *State) Truncate(n int) error {
 // the logit tokens[k] would get if the remaining layers were skipped (the
 // "logit lens"). It reads len(tokens) rows of the head, not all of it, so
 // it is cheap enough to score draft tokens mid-pass.
-func (s *State) Lens(row int, tokens []int32, out []float32) error {
+func (s *State) Lens(row int, tokens []int32, out []float32) (err error) {
+	defer gguf.CatchFault(&err) // a changed model file: an error, not a crash
+	defer gguf.GuardFaults()()
 	c := s.cfg
 	h := s.Hidden(row)
 	if h == nil {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 
 	"shade/gguf"
 	"shade/panelcache"
@@ -29,14 +30,20 @@ type Model struct {
 // loading, not while models repack.
 var DefaultPanels = panelcache.Options{Mode: panelcache.Cache}
 
-// Open maps a GGUF file and loads the model in it. threads ≤ 0 uses every CPU.
+// Open maps a GGUF file and loads the model in it. threads ≤ 0 uses every
+// CPU; more than par.MaxThreads is an error.
 func Open(path string, threads int) (*Model, error) {
+	if mx := par.MaxThreads(); threads > mx {
+		return nil, fmt.Errorf("model: %d threads: at most %d (%d per CPU) can help, and each costs memory and wake-ups", threads, mx, mx/runtime.NumCPU())
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := FromFile(f, par.New(threads))
+	pool := par.New(threads)
+	m, err := FromFile(f, pool)
 	if err != nil {
+		pool.Close()
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -76,8 +83,10 @@ func (m *Model) Close() error {
 // repacked in memory at its first use, so the first pass pays for all of
 // it. Call it once the model's layers are placed: a layer repacked and
 // then streamed drops its copy, so repacking it first costs only time. It
-// returns the bytes of panels it put in place.
-func (m *Model) Repack() int64 {
+// returns the bytes of panels it put in place. If the mapped file faults
+// (it changed under the process), Repack stops there: the next forward
+// pass reads the same pages and returns the error.
+func (m *Model) Repack() (n int64) {
 	o := DefaultPanels
 	if m.Panels != nil {
 		o = *m.Panels
@@ -86,6 +95,14 @@ func (m *Model) Repack() int64 {
 		m.noPanels()
 		return 0
 	}
+	var err error
+	defer func() {
+		if err != nil {
+			n = 0
+		}
+	}()
+	defer gguf.CatchFault(&err)
+	defer gguf.GuardFaults()()
 	var mats []quant.Matrix
 	each(m, func(q quant.Matrix) { mats = append(mats, q) })
 	r := panelcache.Install(m.Pool, m.File, mats, o)

@@ -13,6 +13,7 @@ package par
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -62,6 +63,11 @@ type loop struct {
 
 type panicValue struct{ v any }
 
+// MaxThreads is the most threads a pool should have: 4 per CPU. Workers
+// spin between loops, so beyond the CPUs they only take turns, and each
+// one costs a goroutine's stack and a wake-up per loop.
+func MaxThreads() int { return 4 * runtime.NumCPU() }
+
 // New starts a pool of threads participants (threads-1 worker goroutines plus
 // the caller). threads <= 0 means runtime.NumCPU().
 func New(threads int) *Pool {
@@ -82,6 +88,12 @@ func New(threads int) *Pool {
 // for spinWait, then park until woken.
 func (p *Pool) work(w *worker) {
 	defer func() { p.exited <- struct{}{} }()
+	// Loops read weights in place in mapped model files. A file truncated
+	// under the process raises SIGBUS on the next read, fatal for the
+	// whole process unless the goroutine asked for a panic: runCatching
+	// then hands it to the caller, which can turn it into an error
+	// (gguf.CatchFault), and the worker lives on for the next loop.
+	debug.SetPanicOnFault(true)
 	for {
 		idleSince := time.Now()
 		for spins := 0; ; spins++ {

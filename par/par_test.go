@@ -2,10 +2,15 @@ package par
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cover runs ForGrain and checks that every index in [0, n) is visited
@@ -193,5 +198,59 @@ func BenchmarkForOverhead(b *testing.B) {
 				p.For(64, fn)
 			}
 		})
+	}
+}
+
+// TestFaultInWorker: a worker reading a mapped file truncated under it
+// (SIGBUS) must not end the process: the fault reaches the caller as a
+// panic it can recover (its goroutine asks for one too), and the pool runs
+// the next loops.
+func TestFaultInWorker(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mapped")
+	page := os.Getpagesize()
+	if err := os.WriteFile(path, make([]byte, 64*page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := unix.Mmap(int(fd.Fd()), 0, 64*page, unix.PROT_READ, unix.MAP_SHARED)
+	fd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(data)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	p := New(4)
+	defer p.Close()
+	for round := range 3 {
+		r := func() (r any) {
+			defer func() { r = recover() }()
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			var sink atomic.Int64
+			p.For(64, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					sink.Add(int64(data[i*page]))
+				}
+			})
+			return nil
+		}()
+		if _, ok := r.(interface{ Addr() uintptr }); !ok {
+			t.Fatalf("round %d: recovered %v (%T), want a fault with its address", round, r, r)
+		}
+		var hits [64]atomic.Int32
+		p.For(len(hits), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				hits[i].Add(1)
+			}
+		})
+		for i := range hits {
+			if hits[i].Load() != 1 {
+				t.Fatalf("round %d: after a fault, index %d ran %d times", round, i, hits[i].Load())
+			}
+		}
 	}
 }

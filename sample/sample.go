@@ -14,7 +14,7 @@ import (
 
 // Params configure a Sampler. The zero value with Temp 0 is greedy.
 type Params struct {
-	Temp          float32 // ≤ 0: greedy
+	Temp          float32 // 0: greedy; in [0, 100]
 	TopK          int     // ≤ 0: off
 	TopP          float32 // ≥ 1 or ≤ 0: off
 	MinP          float32 // ≤ 0: off
@@ -31,7 +31,7 @@ func Defaults() Params {
 // Validate reports parameters that make no sense.
 func (p Params) Validate() error {
 	switch {
-	case math.IsNaN(float64(p.Temp)) || p.Temp > 100:
+	case !(p.Temp >= 0 && p.Temp <= 100): // NaN and -Inf too
 		return fmt.Errorf("sample: temperature %v out of range [0, 100]", p.Temp)
 	case p.TopP < 0 || p.TopP > 1 || math.IsNaN(float64(p.TopP)):
 		return fmt.Errorf("sample: top-p %v out of range [0, 1]", p.TopP)
@@ -39,6 +39,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sample: min-p %v out of range [0, 1]", p.MinP)
 	case p.RepeatPenalty < 0 || p.RepeatPenalty > 10 || math.IsNaN(float64(p.RepeatPenalty)):
 		return fmt.Errorf("sample: repeat penalty %v out of range [0, 10]", p.RepeatPenalty)
+	case math.IsInf(float64(p.TopP), 0) || math.IsInf(float64(p.MinP), 0):
+		return fmt.Errorf("sample: top-p and min-p must be finite")
 	case p.TopK < 0:
 		return fmt.Errorf("sample: top-k %d is negative", p.TopK)
 	case p.RepeatLastN < 0:
@@ -92,11 +94,13 @@ func (s *Sampler) Accept(tok int32) {
 func (s *Sampler) Reset() { s.history = s.history[:0] }
 
 // Argmax returns the index of the largest logit (the lowest index on ties).
+// NaNs are never the largest; a row of nothing but NaN and -Inf gives 0.
 func Argmax(logits []float32) int32 {
 	best := 0
+	bestV := float32(math.Inf(-1))
 	for i, v := range logits {
-		if v > logits[best] {
-			best = i
+		if v > bestV {
+			best, bestV = i, v
 		}
 	}
 	return int32(best)
@@ -104,6 +108,9 @@ func Argmax(logits []float32) int32 {
 
 // Sample picks the next token from one row of logits.
 func (s *Sampler) Sample(logits []float32) int32 {
+	if len(logits) == 0 {
+		return 0
+	}
 	if s.p.Greedy() && !s.penalized() {
 		return Argmax(logits)
 	}
@@ -128,11 +135,20 @@ func (s *Sampler) penalized() bool {
 
 // Distribution applies the processor chain to logits and returns the
 // surviving candidates, most likely first, with probabilities that sum to 1.
-// The slice is reused by the next call.
+// The slice is reused by the next call. Logits need not be finite: a NaN
+// counts as -Inf, tokens at +Inf share all the probability, and a row with
+// no finite logit at all gives every token the same. (A decoder should
+// still refuse such a row from a model: it says the model is broken.)
 func (s *Sampler) Distribution(logits []float32) []Candidate {
 	cand := s.cand[:0]
 	for i, l := range logits {
+		if l != l {
+			l = float32(math.Inf(-1))
+		}
 		cand = append(cand, Candidate{ID: int32(i), Logit: l})
+	}
+	if len(cand) == 0 {
+		return cand
 	}
 	if s.penalized() {
 		hist := s.history[max(0, len(s.history)-s.p.RepeatLastN):]
@@ -219,7 +235,13 @@ func softmax(cand []Candidate, temp float32) {
 	maxL := cand[0].Logit
 	var sum float64
 	for i := range cand {
-		e := math.Exp(float64((cand[i].Logit - maxL) / temp))
+		var e float64
+		switch d := cand[i].Logit - maxL; {
+		case d == d:
+			e = math.Exp(float64(d / temp))
+		case math.IsInf(float64(maxL), 0) && cand[i].Logit == maxL:
+			e = 1 // ±Inf - ±Inf: as likely as the best
+		}
 		cand[i].P = float32(e)
 		sum += e
 	}

@@ -110,9 +110,72 @@ func TestTemperatureSharpens(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, p := range []Params{{TopP: 2}, {MinP: -1}, {Temp: float32(math.NaN())}, {TopK: -1}, {RepeatPenalty: -1}} {
+	inf := float32(math.Inf(1))
+	for _, p := range []Params{{TopP: 2}, {MinP: -1}, {Temp: float32(math.NaN())}, {TopK: -1}, {RepeatPenalty: -1},
+		{Temp: -1}, {Temp: -inf}, {Temp: inf}, {TopP: -inf}, {MinP: inf}, {RepeatPenalty: inf}} {
 		if _, err := New(p); err == nil {
 			t.Errorf("%+v accepted", p)
 		}
 	}
+}
+
+// TestNonFiniteLogits: whatever the logits, a sampler returns a token
+// inside the vocabulary and a distribution of non-negative probabilities
+// summing to 1: NaN counts as -Inf, +Inf tokens share the mass.
+func TestNonFiniteLogits(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, tc := range []struct {
+		name   string
+		logits []float32
+		want   int32   // Argmax
+		only   []int32 // the tokens any sampler may draw (nil: any)
+	}{
+		{"nan first", []float32{nan, 1, 3, 2}, 2, []int32{1, 2, 3}},
+		{"all nan", []float32{nan, nan, nan}, 0, nil},
+		{"+inf", []float32{1, inf, 2, inf}, 1, []int32{1, 3}},
+		{"all -inf", []float32{-inf, -inf}, 0, nil},
+		{"nan and -inf", []float32{-inf, nan, -inf, 0.5}, 3, []int32{3}},
+		{"mixed", []float32{nan, inf, -inf, 7, nan}, 1, []int32{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Argmax(tc.logits); got != tc.want {
+				t.Errorf("Argmax = %d, want %d", got, tc.want)
+			}
+			for _, p := range []Params{{Temp: 0}, {Temp: 0, RepeatPenalty: 1.3}, Defaults(), {Temp: 1.5, TopK: 2}, {Temp: 0.7, MinP: 0.2, TopP: 0.5}} {
+				s, err := New(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Accept(1)
+				for range 20 {
+					x := s.Sample(tc.logits)
+					if x < 0 || int(x) >= len(tc.logits) {
+						t.Fatalf("%+v: sampled %d of %d", p, x, len(tc.logits))
+					}
+					if tc.only != nil && !contains(tc.only, x) {
+						t.Fatalf("%+v: sampled %d, want one of %v", p, x, tc.only)
+					}
+				}
+				var sum float64
+				for _, c := range s.Distribution(tc.logits) {
+					if !(c.P >= 0 && c.P <= 1) {
+						t.Fatalf("%+v: P(%d) = %v", p, c.ID, c.P)
+					}
+					sum += float64(c.P)
+				}
+				if math.Abs(sum-1) > 1e-5 {
+					t.Fatalf("%+v: probabilities sum to %v", p, sum)
+				}
+			}
+		})
+	}
+}
+
+func contains(xs []int32, x int32) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"shade/elastic"
 	"shade/engine"
+	"shade/gguf"
 	"shade/spec"
 )
 
@@ -137,11 +138,15 @@ type scheduler struct {
 	gov    *elastic.Governor
 	flavor elastic.Policy
 	govObs governorObserver // owned by the scheduler goroutine
+
+	// broken receives the first error saying the model file changed
+	// under the server (gguf.ErrModelFileChanged); Serve then stops.
+	broken chan error
 }
 
 func newScheduler(e *engine.Engine, m *metrics, limit int, gov *elastic.Governor) *scheduler {
 	s := &scheduler{e: e, m: m, limit: limit, policy: PolicyFull, gov: gov, flavor: elastic.Balanced,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), broken: make(chan error, 1)}
 	if gov != nil && gov.Policy() != elastic.Off {
 		s.policy, s.flavor = PolicyElastic, gov.Policy()
 	}
@@ -332,6 +337,12 @@ func (s *scheduler) step(j *job) {
 	st := j.sess.Stats()
 	s.m.genTokens.Add(float64(st.GenTokens - j.reported))
 	j.reported = st.GenTokens
+	if errors.Is(err, gguf.ErrModelFileChanged) {
+		select {
+		case s.broken <- err:
+		default:
+		}
+	}
 	if done || err != nil {
 		j.sess.Close()
 		s.complete(j, j.sess.Stats(), err)

@@ -765,11 +765,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	// A model file changed under the server stops it (after answering 500
+	// to the request that met it): the mapping can no longer be trusted, a
+	// cut file fails every request and a rewritten one computes with
+	// weights nobody loaded. A supervisor can restart it on the new file.
+	var broken error
 	select {
 	case err := <-errc:
 		s.Close()
 		return err
 	case <-ctx.Done():
+	case broken = <-s.sched.broken:
+		s.opt.Log.Printf("shade serve: %v: shutting down", broken)
 	}
 	s.draining.Store(true)
 	hs.SetKeepAlivesEnabled(false)
@@ -796,5 +803,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.Close()
 	<-errc
+	if broken != nil {
+		return fmt.Errorf("server: stopped: %w", broken)
+	}
 	return cutErr
 }

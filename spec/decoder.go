@@ -601,7 +601,7 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 	vocab := len(d.logits)
 	for k, r := range d.predicted {
 		if r == row {
-			return d.predLogits[k*vocab : (k+1)*vocab], nil
+			return d.checkFinite(row, d.predLogits[k*vocab:(k+1)*vocab])
 		}
 	}
 	d.rows = append(d.rows[:0], row)
@@ -612,7 +612,28 @@ func (d *Decoder) rowLogits(row int) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.logits, nil
+	return d.checkFinite(row, d.logits)
+}
+
+// ErrNonFinite is wrapped by the error that ends a generation whose target
+// model computed a NaN or infinite logit: its weights or hyperparameters
+// are broken (or overflow), and no token can be chosen from such a row.
+var ErrNonFinite = errors.New("the model computed NaN or infinite logits")
+
+// checkFinite passes on the target's logits of a verify row, or the
+// error that ends the generation if one is not a finite number. Every
+// token the decoder emits is chosen from a row checked here.
+func (d *Decoder) checkFinite(row int, logits []float32) ([]float32, error) {
+	if finite(logits) {
+		return logits, nil
+	}
+	bad := 0
+	for _, v := range logits {
+		if v-v != 0 {
+			bad++
+		}
+	}
+	return nil, fmt.Errorf("spec: %w (%d of %d values of the row after %d tokens): the model file's weights or hyperparameters are broken", ErrNonFinite, bad, len(logits), d.target.Len()+row+1)
 }
 
 // gainCost is the configuration of a gain-cost draft with room for at most

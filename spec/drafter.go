@@ -346,11 +346,23 @@ func (d *ModelDrafter) noteShadows(p int32, logits []float32, width int) {
 	for len(d.shadows) < int(p)+2 {
 		d.shadows = append(d.shadows, nil)
 	}
+	if !finite(logits) {
+		d.shadows[p+1] = nil
+		return
+	}
 	d.shadows[p+1] = topIDs(logits, width+shadowCount)
 }
 
 // expand adds up to width candidate children of node p to d.cands.
+//
+// A row with a NaN or infinite logit (a broken draft model, or one that
+// overflowed) proposes no children: the draft ends at p, as if rejected
+// there. Its probabilities would be NaN, and a NaN must never reach the
+// rank statistics' bins, an index.
 func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width int) {
+	if !finite(logits) {
+		return
+	}
 	if d.sampler.Params().Greedy() {
 		lse := logSumExp(logits)
 		for rank, id := range topIDs(logits, width) {
@@ -459,6 +471,9 @@ const probBins = 10
 // expanded node: what the next expansion's best child can be expected to
 // have before it is drafted.
 func (st *RankStats) noteTop(q float64) {
+	if !(q >= 0 && q <= 1) {
+		return // a NaN kept would poison every later request's estimate
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.topN == 0 {
@@ -487,8 +502,11 @@ func (st *RankStats) topProb() float64 {
 // (a small draft over a large vocabulary is unsure and yet right), so the
 // draft's own q is only the prior of last resort.
 func (st *RankStats) accept(q float64, rank int) float64 {
-	q = min(max(q, 0), 1)
-	b := min(int(q*probBins), probBins-1)
+	if !(q > 0) { // NaN too
+		q = 0
+	}
+	q = min(q, 1)
+	b := probBin(q)
 	r := min(rank, 1)
 	const weight = 4 // prior strength, in observations
 	st.mu.Lock()
@@ -557,7 +575,7 @@ func (d *ModelDrafter) observe(t *Tree, path []int32) {
 		}
 		r := min(d.nodeRanks[n], maxRanks-1)
 		st.drafted[r]++
-		b := min(int(d.nodeQ[n]*probBins), probBins-1)
+		b := probBin(d.nodeQ[n])
 		pr := min(d.nodeRanks[n], 1)
 		st.probDrafted[pr][b]++
 		if kept[n] {
@@ -644,6 +662,29 @@ func (d *ModelDrafter) Reset() {
 	d.s.Truncate(0)
 	d.seen = d.seen[:0]
 	d.fed = d.fed[:0]
+}
+
+// probBin is the bin of the rank statistics a probability falls in; a NaN
+// (which no caller should pass) falls in the lowest, an infinity at an end.
+func probBin(q float64) int {
+	switch {
+	case !(q > 0):
+		return 0
+	case q >= 1:
+		return probBins - 1
+	}
+	return int(q * probBins)
+}
+
+// finite reports whether every value of x is a finite number.
+func finite(x []float32) bool {
+	for _, v := range x {
+		// v-v is 0 for a finite v and NaN for ±Inf and NaN.
+		if v-v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func logSumExp(x []float32) float64 {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -193,6 +194,9 @@ func (lv *leverState) init(d *Decoder) error {
 		}
 		lv.pruning = true
 		lv.layer = cfg.Pruner.Layer
+	}
+	if cfg.PruneLayer < 0 || (cfg.PruneLayer > 0 && cfg.PruneLayer >= layers) {
+		return fmt.Errorf("spec: prune layer %d: the target has %d layers, so it must be in [1, %d] (0: the predictor's own)", cfg.PruneLayer, layers, layers-1)
 	}
 	if cfg.PruneLayer > 0 {
 		lv.layer = cfg.PruneLayer

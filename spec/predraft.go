@@ -292,6 +292,9 @@ func (d *ModelDrafter) guessNext(ctx []int32) (int32, error) {
 		rows = append(rows, r)
 	}
 	d.rows = rows
+	if !finite(d.logits[:d.m.Config.Vocab]) {
+		return 0, fmt.Errorf("spec: pre-draft: the draft's logits are not finite")
+	}
 	guess := topIDs(d.logits[:d.m.Config.Vocab], 1)[0]
 	if err := d.s.Commit(rows); err != nil {
 		return 0, err

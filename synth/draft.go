@@ -1,10 +1,12 @@
 package synth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -38,7 +40,9 @@ import (
 // under pressure.
 //
 // layers must be in [1, N−1] for a target of N blocks.
-func DraftOf(w io.Writer, target *gguf.File, layers int) error {
+func DraftOf(w io.Writer, target *gguf.File, layers int) (err error) {
+	defer gguf.CatchFault(&err) // it copies tensors from the target's mapping
+	defer gguf.GuardFaults()()
 	keep, n, err := draftPlan(target, layers)
 	if err != nil {
 		return err
@@ -122,40 +126,97 @@ func blockOf(name string) (int, bool) {
 	return b, err == nil
 }
 
-// WriteDraft writes DraftOf(target, layers) to path by way of path+".tmp",
-// renamed into place once complete; on error no file is left behind.
+// WriteDraft writes DraftOf(target, layers) to path by way of a temporary
+// file beside it, renamed into place once complete; on error no file is
+// left behind. See WriteFileContext for what path may be.
 func WriteDraft(path string, target *gguf.File, layers int) error {
+	return WriteDraftContext(context.Background(), path, target, layers)
+}
+
+// WriteDraftContext is WriteDraft, stopped (the temporary file removed)
+// when ctx is done.
+func WriteDraftContext(ctx context.Context, path string, target *gguf.File, layers int) error {
 	if _, _, err := draftPlan(target, layers); err != nil {
 		return err // before creating anything
 	}
-	return writeAtomic(path, func(w io.Writer) error { return DraftOf(w, target, layers) })
+	return writeAtomic(ctx, path, func(w io.Writer) error { return DraftOf(w, target, layers) })
 }
 
-// writeAtomic writes a file through write to path+".tmp" and renames it to
-// path; on error the temporary file is removed and path is left as it was.
-// The file is not fsynced.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+// ErrNotRegular is wrapped when an output path names something other than
+// a regular file (a directory, device, FIFO, socket or symbolic link),
+// which writing a model would replace.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckOutput reports whether path may receive a model: it must not exist
+// or be a regular file (not a symbolic link). exists says it is there.
+func CheckOutput(path string) (exists bool, err error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("synth: %w", err)
+	case st.Mode()&os.ModeSymlink != 0:
+		return true, fmt.Errorf("synth: %s is a symbolic link: %w, refusing to replace it (name the file it points to)", path, ErrNotRegular)
+	case st.IsDir():
+		return true, fmt.Errorf("synth: %s is a directory: %w", path, ErrNotRegular)
+	case !st.Mode().IsRegular():
+		return true, fmt.Errorf("synth: %s is a device, FIFO or socket: %w, refusing to replace it", path, ErrNotRegular)
+	}
+	return true, nil
+}
+
+// writeAtomic writes a file through write to a new temporary file in
+// path's directory and renames it to path; on error, or when ctx is done,
+// the temporary file is removed and path is left as it was. path must pass
+// CheckOutput. The file is not fsynced.
+func writeAtomic(ctx context.Context, path string, write func(io.Writer) error) (err error) {
+	if _, err := CheckOutput(path); err != nil {
+		return err
+	}
+	// A fresh name (O_EXCL), not path+".tmp": a file or link left there is
+	// never written through, and two writers never share one.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
+	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(tmp)
 		}
 	}()
-	if err = write(f); err != nil {
+	if err = write(ctxWriter{ctx, f}); err != nil {
 		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("synth: %w", err)
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("synth: %w", err)
+	}
+	if err = ctx.Err(); err != nil {
+		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
 	return nil
+}
+
+// ctxWriter fails its writes once ctx is done, which stops a model being
+// written (every writer here writes in chunks of at most a few MiB).
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 // Agreement runs tokens through target and draft, teacher-forced (every

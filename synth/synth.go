@@ -40,6 +40,7 @@
 package synth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -131,14 +132,22 @@ func Write(w io.Writer, o Options) error {
 	return gw.Close()
 }
 
-// WriteFile writes the model to path by way of path+".tmp", renamed into
-// place once complete; on error the temporary file is removed and path is
-// left as it was. The file is not fsynced.
+// WriteFile writes the model to path by way of a temporary file beside it,
+// renamed into place once complete; on error the temporary file is removed
+// and path is left as it was. The file is not fsynced. path must not exist
+// or be a regular file: a symbolic link, device, FIFO or directory there
+// is an error wrapping ErrNotRegular (replacing it would be a surprise).
 func WriteFile(path string, o Options) error {
+	return WriteFileContext(context.Background(), path, o)
+}
+
+// WriteFileContext is WriteFile, stopped (the temporary file removed) when
+// ctx is done.
+func WriteFileContext(ctx context.Context, path string, o Options) error {
 	if _, err := newPlan(o); err != nil {
 		return err // before creating anything
 	}
-	return writeAtomic(path, func(w io.Writer) error { return Write(w, o) })
+	return writeAtomic(ctx, path, func(w io.Writer) error { return Write(w, o) })
 }
 
 // fill says how a tensor's values are made.

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"shade/gguf"
 	"shade/model"
 	"shade/quant"
 )
@@ -345,7 +346,8 @@ func (s *Streamer) readAt(layer int, buf []byte, off, need int64) error {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		err = fmt.Errorf("short read: %d of %d bytes", n, need)
+		// The file was at least this long when it was opened.
+		err = fmt.Errorf("short read: %d of %d bytes: %w", n, need, gguf.ErrModelFileChanged)
 	}
 	s.readErrs.Add(1)
 	return fmt.Errorf("weights: streaming layer %d from %s: read of %d bytes at offset %d: %w", layer, s.path, len(buf), off, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 
 	"shade/chat"
 	"shade/engine"
+	"shade/gguf"
 	"shade/sample"
+	"shade/spec"
 )
 
 // chatInput and chatInterrupts are the terminal; tests replace them.
@@ -66,6 +69,9 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer e.Close()
+	if err := e.CheckContext(*ctxSize); err != nil {
+		return err
+	}
 	e.Repack()
 	tmpl, warn := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
 	if warn != "" {
@@ -82,15 +88,8 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	sigs, stop := chatInterrupts()
 	defer stop()
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(chatInput)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	lines := make(chan chatLine)
+	go readLines(chatInput, maxChatLine, lines)
 	var history []chat.Message
 	if *system != "" {
 		history = append(history, chat.Message{Role: "system", Content: *system})
@@ -104,7 +103,15 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				fmt.Fprintln(stdout)
 				return nil
 			}
-			line = l
+			if l.err != nil {
+				fmt.Fprintln(stdout)
+				return fmt.Errorf("reading the input: %w", l.err)
+			}
+			if l.tooLong {
+				fmt.Fprintf(stderr, "shade chat: that line is longer than %d MiB: skipped (a context of %d tokens cannot hold it)\n", maxChatLine>>20, ctxLen)
+				continue
+			}
+			line = l.text
 		case <-sigs:
 			fmt.Fprintln(stdout)
 			return nil
@@ -166,6 +173,10 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		close(done)
 		interrupted := <-stopped
 		cancel()
+		if errors.Is(err, gguf.ErrModelFileChanged) || errors.Is(err, spec.ErrNonFinite) {
+			fmt.Fprintln(stdout)
+			return err // every later turn would fail the same way
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			history = history[:len(history)-1]
 			fmt.Fprintf(stderr, "\nshade chat: %v\n", err)
@@ -176,6 +187,56 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintln(stdout)
 		history = append(history, chat.Message{Role: "assistant", Content: strings.TrimSpace(reply.String())})
+	}
+}
+
+// maxChatLine is the longest input line chat takes: far more than any
+// context holds, and a bound on what one line can make it buffer.
+const maxChatLine = 1 << 20
+
+// chatLine is one line of chat input, or the line that was too long, or
+// the read error that ended the input.
+type chatLine struct {
+	text    string
+	tooLong bool
+	err     error
+}
+
+// readLines sends r's lines (without their newline) on out, then closes
+// it. A line longer than limit bytes is sent as tooLong and the reading
+// goes on after it; a read error other than EOF is sent last.
+func readLines(r io.Reader, limit int, out chan<- chatLine) {
+	defer close(out)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	skipping := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !skipping {
+			buf = append(buf, frag...)
+		}
+		if len(buf) > limit+1 { // +1: the newline; no need to keep more
+			buf, skipping = buf[:0], true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if n := len(bytes.TrimSuffix(buf, []byte("\n"))); n > limit {
+			buf, skipping = buf[:0], true
+		}
+		if skipping {
+			out <- chatLine{tooLong: true}
+			skipping = false
+		} else if len(buf) > 0 {
+			out <- chatLine{text: strings.TrimSuffix(strings.TrimSuffix(string(buf), "\n"), "\r")}
+		}
+		buf = buf[:0]
+		if err != nil {
+			if err != io.EOF {
+				out <- chatLine{err: err}
+			}
+			return
+		}
 	}
 }
 

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"shade/gguf"
 	"shade/model"
@@ -68,6 +72,9 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	for _, kv := range f.Meta.KVs {
 		v := summarize(kv.Value)
+		if *asJSON {
+			v = jsonSafe(v)
+		}
 		if name, ok := strings.CutPrefix(kv.Key, "tokenizer."); ok {
 			r.Tokenizer[name] = v
 		} else {
@@ -114,8 +121,8 @@ func summarize(v gguf.Value) any {
 }
 
 func printInspect(w io.Writer, r *inspectReport) {
-	fmt.Fprintf(w, "file          %s (GGUF v%d, %s)\n", r.Path, r.Version, human(r.FileBytes))
-	fmt.Fprintf(w, "architecture  %s\n", r.Architecture)
+	fmt.Fprintf(w, "file          %s (GGUF v%d, %s)\n", clean(r.Path), r.Version, human(r.FileBytes))
+	fmt.Fprintf(w, "architecture  %s\n", clean(r.Architecture))
 	if c := r.Config; c != nil {
 		fmt.Fprintf(w, "dims          dim %d, %d layers, %d heads (%d kv, head dim %d), ffn %d, vocab %d\n",
 			c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab)
@@ -135,11 +142,11 @@ func printInspect(w io.Writer, r *inspectReport) {
 		}
 		fmt.Fprintln(w)
 	} else {
-		fmt.Fprintf(w, "config        not runnable: %s\n", r.ConfigError)
+		fmt.Fprintf(w, "config        not runnable: %s\n", clean(r.ConfigError))
 	}
-	fmt.Fprintf(w, "tokenizer     %v, pre %v, %v tokens, bos %v, eos %v\n",
-		orDash(r.Tokenizer["ggml.model"]), orDash(r.Tokenizer["ggml.pre"]), vocabLen(r.Tokenizer["ggml.tokens"]),
-		orDash(r.Tokenizer["ggml.bos_token_id"]), orDash(r.Tokenizer["ggml.eos_token_id"]))
+	fmt.Fprintf(w, "tokenizer     %s, pre %s, %s tokens, bos %s, eos %s\n",
+		cleanV(orDash(r.Tokenizer["ggml.model"])), cleanV(orDash(r.Tokenizer["ggml.pre"])), cleanV(vocabLen(r.Tokenizer["ggml.tokens"])),
+		cleanV(orDash(r.Tokenizer["ggml.bos_token_id"])), cleanV(orDash(r.Tokenizer["ggml.eos_token_id"])))
 	keys := make([]string, 0, len(r.Metadata))
 	for k := range r.Metadata {
 		keys = append(keys, k)
@@ -147,13 +154,13 @@ func printInspect(w io.Writer, r *inspectReport) {
 	sort.Strings(keys)
 	fmt.Fprintln(w, "\nmetadata")
 	for _, k := range keys {
-		fmt.Fprintf(w, "  %-44s %v\n", k, r.Metadata[k])
+		fmt.Fprintf(w, "  %-44s %s\n", clean(k), cleanV(r.Metadata[k]))
 	}
 	fmt.Fprintln(w, "\ntensors")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  name\ttype\tshape\tbytes")
 	for _, t := range r.Tensors {
-		fmt.Fprintf(tw, "  %s\t%s\t%v\t%d\n", t.Name, t.Type, t.Shape, t.Bytes)
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%d\n", clean(t.Name), t.Type, t.Shape, t.Bytes)
 	}
 	tw.Flush()
 	types := make([]string, 0, len(r.BytesByType))
@@ -166,6 +173,77 @@ func printInspect(w io.Writer, r *inspectReport) {
 		parts = append(parts, fmt.Sprintf("%s %s", t, human(r.BytesByType[t])))
 	}
 	fmt.Fprintf(w, "\ntotal         %d tensors, %.3g M parameters, %s (%s)\n", r.TensorCount, float64(r.Parameters)/1e6, human(r.TensorBytes), strings.Join(parts, ", "))
+}
+
+// clean makes text from a file safe to print on a terminal: control
+// characters (a newline that would forge a line, an escape sequence that
+// would drive the terminal, tabs that would break the columns), Unicode
+// bidirectional overrides and invalid UTF-8 are written as Go escapes.
+func clean(s string) string {
+	ok := true
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError:
+			q := strconv.QuoteRune(r) // '\n', '\x1b', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// cleanV is clean of a value's default format.
+func cleanV(v any) string { return clean(fmt.Sprint(v)) }
+
+// jsonSafe replaces the floats JSON cannot hold (NaN, ±Inf) in a metadata
+// value by the strings "NaN", "+Inf" and "-Inf" (inspect --json).
+func jsonSafe(v any) any {
+	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+	name := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) } // NaN, +Inf, -Inf
+	switch x := v.(type) {
+	case float32:
+		if bad(float64(x)) {
+			return name(float64(x))
+		}
+	case float64:
+		if bad(x) {
+			return name(x)
+		}
+	case []float32:
+		out := make([]any, len(x))
+		for i, f := range x {
+			out[i] = jsonSafe(f)
+		}
+		return out
+	case []float64:
+		out := make([]any, len(x))
+		for i, f := range x {
+			out[i] = jsonSafe(f)
+		}
+		return out
+	case []gguf.Value: // an array of arrays
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e.V)
+		}
+		return out
+	}
+	return v
 }
 
 func vocabLen(v any) any {

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 
 	"shade/quant"
 )
@@ -64,8 +65,15 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM stops a command as Ctrl-C does (serve drains, synth removes
+	// its temporary file); once one has arrived, the next one kills at once,
+	// so a command that does not stop can still be ended.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -169,4 +177,19 @@ func needModelOnly(fs *flag.FlagSet, pos []string, modelPath string) error {
 		return fmt.Errorf("-m MODEL.gguf is required")
 	}
 	return fmt.Errorf("unexpected arguments %q", pos)
+}
+
+// openInput opens a text input given by path (a prompt or text file): a
+// directory is a clear error rather than a read error later. Pipes and
+// FIFOs are inputs too (-f <(cmd)), so they are not refused.
+func openInput(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s is a directory, not a text file", path)
+	}
+	return f, nil
 }

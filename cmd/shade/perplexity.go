@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"shade/engine"
 )
@@ -26,7 +25,7 @@ func cmdPerplexity(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fs.Usage()
 		return errUsage
 	}
-	text, err := os.ReadFile(*textPath)
+	text, err := readText(*textPath, maxPerplexityText)
 	if err != nil {
 		return err
 	}
@@ -60,4 +59,26 @@ func cmdPerplexity(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "PPL = %.4f (%d chunks of %d tokens, %d tokens scored, %.1fs)\n", res.PPL, res.Chunks, res.Ctx, res.Scored, res.Duration.Seconds())
 	return nil
+}
+
+// maxPerplexityText bounds the text perplexity reads: far more than any
+// evaluation corpus (wikitext-2's test set is 1.3 MB), and a bound on the
+// memory a mistaken file (/dev/zero) can take before it is refused.
+const maxPerplexityText = 256 << 20
+
+// readText reads a text file of at most limit bytes.
+func readText(path string, limit int64) ([]byte, error) {
+	f, err := openInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: longer than %d MiB: too long to score at once", path, limit>>20)
+	}
+	return b, nil
 }

@@ -47,12 +47,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return fmt.Errorf("unexpected arguments %q", pos)
 	}
-	if *promptFile != "" {
-		b, err := os.ReadFile(*promptFile)
-		if err != nil {
-			return err
-		}
-		*prompt = string(b)
+	if *promptFile != "" && *prompt != "" {
+		return fmt.Errorf("-p and -f both give the prompt: use one (-p TEXT or -f FILE)")
 	}
 	path := *modelPath
 	if path == "" {
@@ -86,6 +82,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer e.Close()
+	if err := e.CheckContext(*ctxSize); err != nil {
+		return err
+	}
+	if *promptFile != "" {
+		if *prompt, err = readPrompt(*promptFile, e, *ctxSize); err != nil {
+			return err
+		}
+	}
 	// Lever's cost model is measured (if not stored) before layers stream,
 	// so its compute timings are not I/O.
 	if mode == spec.Lever {
@@ -193,6 +197,32 @@ func printRunStats(w io.Writer, st engine.Stats, seed int64, asJSON bool) {
 	fmt.Fprintf(w, "prompt %d tokens %.1f tok/s | generated %d tokens %.1f tok/s | load %.1f ms | resident %.1f MiB | stop %s | seed %d\n",
 		st.PromptTokens, st.PromptTPS, st.GenTokens, st.GenTPS, float64(st.LoadDuration.Microseconds())/1000,
 		float64(st.ResidentBytes)/(1<<20), st.StopReason, seed)
+}
+
+// readPrompt reads a prompt file (-f), at most as many bytes as a prompt
+// that fits the context can have: the context's tokens times the longest
+// piece of the vocabulary. A longer file cannot fit, and reading it all
+// (/dev/zero, say) would only use memory and time before saying so.
+func readPrompt(path string, e *engine.Engine, ctxSize int) (string, error) {
+	f, err := openInput(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	n := e.ContextSize(ctxSize)
+	longest := 1
+	for id := range int32(e.Tok.VocabSize()) {
+		longest = max(longest, len(e.Tok.Piece(id)))
+	}
+	limit := int64(n) * int64(longest)
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("-f %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("-f %s: %w: the file is longer than %d bytes, more than a context of %d tokens can hold (--ctx)", path, engine.ErrPromptTooLong, limit, n)
+	}
+	return string(b), nil
 }
 
 // shortFloat widens a float32 without showing its binary noise in --help

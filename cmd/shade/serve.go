@@ -75,6 +75,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer e.Close()
+	if err := e.CheckContext(*ctxSize); err != nil {
+		return err
+	}
 	// Lever's cost model is measured (if not stored) before layers stream,
 	// so its compute timings are not I/O.
 	if cfg.Mode == spec.Lever {

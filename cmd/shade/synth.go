@@ -35,9 +35,19 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("o", "", "output `file`")
 	seed := fs.Uint64("seed", 1, "random seed")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	force := fs.Bool("force", false, "replace the -o file if it exists")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *out != "" {
+		exists, err := synth.CheckOutput(*out)
+		if err != nil {
+			return err
+		}
+		if exists && !*force {
+			return fmt.Errorf("%s exists: refusing to overwrite it (--force replaces it)", *out)
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -51,7 +61,7 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fs.Usage()
 			return errUsage
 		}
-		return synthDraft(*draftOf, *layers, *out, *agreement, *seed, stdout)
+		return synthDraft(ctx, *draftOf, *layers, *out, *agreement, *seed, stdout)
 	}
 	for _, f := range []string{"layers", "agreement"} {
 		if set[f] {
@@ -102,7 +112,11 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !set["tail-from"] {
 		opts.TailScale = 0 // no tail: Options' zero value
 	}
-	if err := synth.WriteFile(*out, opts); err != nil {
+	if err := synth.WriteFileContext(ctx, *out, opts); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr)
+			return fmt.Errorf("stopped: %s not written", *out)
+		}
 		return err
 	}
 	tail := ""
@@ -113,11 +127,15 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// maxAgreement bounds --agreement: more tokens than any model's context.
+const maxAgreement = 1 << 20
+
 // synthDraft writes the draft of target and, if n > 0, measures its greedy
 // agreement with the target over n random tokens.
-func synthDraft(target string, layers int, out string, n int, seed uint64, stdout io.Writer) error {
-	if n < 0 {
-		return fmt.Errorf("--agreement %d: a number of tokens ≥ 0", n)
+func synthDraft(ctx context.Context, target string, layers int, out string, n int, seed uint64, stdout io.Writer) error {
+	if n < 0 || n > maxAgreement {
+		// Agreement runs the models over n tokens at once: n KV slots each.
+		return fmt.Errorf("--agreement %d: a number of tokens in [0, %d]", n, maxAgreement)
 	}
 	t0 := time.Now()
 	tf, err := gguf.Open(target)
@@ -125,7 +143,10 @@ func synthDraft(target string, layers int, out string, n int, seed uint64, stdou
 		return err
 	}
 	defer tf.Close()
-	if err := synth.WriteDraft(out, tf, layers); err != nil {
+	if err := synth.WriteDraftContext(ctx, out, tf, layers); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped: %s not written", out)
+		}
 		return err
 	}
 	arch, _ := tf.Meta.String("general.architecture")
@@ -154,6 +175,9 @@ func synthDraft(target string, layers int, out string, n int, seed uint64, stdou
 	toks := make([]int32, n)
 	for i := range toks {
 		toks[i] = int32(r.IntN(tm.Config.Vocab))
+	}
+	if n > tm.Config.ContextLen {
+		return fmt.Errorf("--agreement %d: more tokens than the target's context of %d", n, tm.Config.ContextLen)
 	}
 	a, err := synth.Agreement(tm, dm, toks)
 	if err != nil {
