@@ -381,7 +381,11 @@ func TestPanelCacheConcurrent(t *testing.T) {
 	o := fx.opts()
 	o.Warn = nil
 	for i := range n {
-		wg.Go(func() { res[i] = panelcache.Install(fx.p, ls[i].f, ls[i].mats, o) })
+		// A pool runs one loop at a time: each loader has its own, as
+		// each process would.
+		p := par.New(2)
+		t.Cleanup(p.Close)
+		wg.Go(func() { res[i] = panelcache.Install(p, ls[i].f, ls[i].mats, o) })
 	}
 	wg.Wait()
 	built := 0
