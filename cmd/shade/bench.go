@@ -76,6 +76,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *ubatch < 1 || *ubatch > 1<<16 {
 		return fmt.Errorf("--ubatch: %d is not in [1, 65536]", *ubatch)
 	}
+	// Bounded so that a typo cannot ask for a run that never ends or a
+	// probe buffer larger than the machine.
+	if *reps < 1 || *reps > 1000 {
+		return fmt.Errorf("--reps: %d is not in [1, 1000]", *reps)
+	}
+	if *decode < 1 || *decode > 1<<16 {
+		return fmt.Errorf("--decode-tokens: %d is not in [1, 65536]", *decode)
+	}
+	if *bwMiB < 1 || *bwMiB > 1<<16 {
+		return fmt.Errorf("--bw-mib: %d is not in [1, 65536]", *bwMiB)
+	}
 	path := *modelPath
 	if path == "" {
 		if path, err = benchModel(stderr); err != nil {

@@ -61,6 +61,10 @@ func TestHostileInput(t *testing.T) {
 		{[]string{"run", "-m", fifo, "-p", "x"}, 1, "a FIFO"},
 		{[]string{"serve", "-m", fifo, "--port", "0"}, 1, "a FIFO"},
 		{[]string{"bench", "-m", fifo}, 1, "a FIFO"},
+		{[]string{"bench", "-m", model, "--reps", "0"}, 1, "--reps"},
+		{[]string{"bench", "-m", model, "--reps", "100000000"}, 1, "--reps"},
+		{[]string{"bench", "-m", model, "--decode-tokens", "-1"}, 1, "--decode-tokens"},
+		{[]string{"bench", "-m", model, "--bw-mib", "100000000"}, 1, "--bw-mib"},
 		{[]string{"run", "-m", model, "--draft", fifo, "-p", "x"}, 1, "a FIFO"},
 		{[]string{"inspect", "/dev/null"}, 1, "character device"},
 		// values out of range (15)
