@@ -246,11 +246,8 @@ func BenchmarkMatMulK(b *testing.B) {
 		rows, cols := shape[0], shape[1]
 		wf := testData(rng, rows*cols)
 		for _, typ := range []Type{Q4_K, Q6_K} {
-			size, _ := typ.RowBytes(rows * cols)
-			data := make([]byte, size)
-			if err := Quantize(typ, wf, data); err != nil {
-				b.Fatal(err)
-			}
+			data := encode(b, typ, wf)
+			size := len(data)
 			m, _ := NewMatrix(typ, rows, cols, data)
 			for _, n := range []int{1, 8, 16, 32} {
 				for _, mode := range []string{"dot", "gemmk"} {

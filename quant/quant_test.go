@@ -50,7 +50,7 @@ func testData(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-func encode(t *testing.T, typ Type, x []float32) []byte {
+func encode(t testing.TB, typ Type, x []float32) []byte {
 	t.Helper()
 	n, err := typ.RowBytes(len(x))
 	if err != nil {
@@ -634,11 +634,8 @@ func BenchmarkMatMul(b *testing.B) {
 	p := par.New(0)
 	defer p.Close()
 	for _, typ := range computedTypes {
-		size, _ := typ.RowBytes(rows * cols)
-		data := make([]byte, size)
-		if err := Quantize(typ, wf, data); err != nil {
-			b.Fatal(err)
-		}
+		data := encode(b, typ, wf)
+		size := len(data)
 		m, _ := NewMatrix(typ, rows, cols, data)
 		for _, n := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%v/n=%d", typ, n), func(b *testing.B) {
