@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 const shared = "../../../shared/testdata"
@@ -48,16 +50,47 @@ func TestRunStories(t *testing.T) {
 	}
 }
 
-func TestRunDemoModel(t *testing.T) {
+// Without -m, run tells a story with the model built into the binary: the
+// first command a new user types shows what shade does.
+func TestRunDefaultModel(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("HOME", t.TempDir())
-	code, _, errOut := shade(t, "run", "-p", "Hello", "-n", "8", "--seed", "1")
-	if code != 0 || !strings.Contains(errOut, "demo model") || !strings.Contains(errOut, "random weights") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
+	var first string
+	for i := range 2 { // the second run finds the file in the cache
+		code, out, errOut := shade(t, "run", "-p", "Once upon a time", "-n", "48", "--temp", "0")
+		if code != 0 || !strings.Contains(errOut, "stories260K") {
+			t.Fatalf("run %d: exit %d, stderr %q", i, code, errOut)
+		}
+		if !utf8.ValidString(out) {
+			t.Fatalf("run %d: stdout is not valid UTF-8: %q", i, out)
+		}
+		if i == 0 {
+			first = out
+		} else if out != first {
+			t.Fatalf("greedy output differs between runs:\n%q\n%q", first, out)
+		}
 	}
-	// The second run reuses the cached file.
-	if code, _, errOut = shade(t, "run", "-p", "Hello", "-n", "8", "--seed", "1"); code != 0 {
-		t.Fatalf("second run: exit %d, %q", code, errOut)
+	// English prose: mostly letters and spaces, sentences, and the words
+	// of a TinyStories story.
+	letters := 0
+	for _, r := range first {
+		if unicode.IsLetter(r) || r == ' ' {
+			letters++
+		}
+	}
+	if n := utf8.RuneCountInString(first); n < 100 || letters < n*8/10 {
+		t.Errorf("stdout %q does not read as prose (%d of %d runes letters or spaces)", first, letters, n)
+	}
+	words := strings.Fields(strings.ToLower(first))
+	common := 0
+	for _, w := range words {
+		switch strings.Trim(w, ".,!?\"'") {
+		case "the", "a", "was", "she", "he", "to", "and", "there", "little", "named", "day", "one":
+			common++
+		}
+	}
+	if !strings.Contains(first, ".") || common < len(words)/5 {
+		t.Errorf("stdout %q is not story text (%d of %d words common English ones)", first, common, len(words))
 	}
 }
 

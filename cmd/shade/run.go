@@ -14,12 +14,11 @@ import (
 	"shade/engine"
 	"shade/sample"
 	"shade/spec"
-	"shade/synth"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "run [-m MODEL.gguf] -p PROMPT [-n N] [sampling flags] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--threads N] [--json]", stderr)
-	modelPath := fs.String("m", "", "model `file` (GGUF); without it a small demo model with random weights is used")
+	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled; without it the built-in TinyStories model (stories260K) is used")
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
 	n := fs.Int("n", 128, "maximum tokens to generate (≤ 0: until end of text or a full context)")
@@ -52,7 +51,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	path := *modelPath
 	if path == "" {
-		if path, err = demoModel(stderr); err != nil {
+		if path, err = defaultModel(stderr); err != nil {
 			return err
 		}
 	}
@@ -232,27 +231,12 @@ func shortFloat(x float32) float64 {
 	return v
 }
 
-// cachePath is where shade keeps a model it made itself (the demo and
-// bench models): the user's cache directory, or the temporary one.
+// cachePath is where shade keeps a model it made itself (the bench
+// models): the user's cache directory, or the temporary one.
 func cachePath(name string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
 	return filepath.Join(dir, "shade", name)
-}
-
-// demoModel returns the path of the cached demo model, writing it once.
-func demoModel(stderr io.Writer) (string, error) {
-	path := cachePath("demo-tiny-q8_0.gguf")
-	if _, err := os.Stat(path); err != nil {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", err
-		}
-		if err := synth.WriteDemo(path); err != nil {
-			return "", fmt.Errorf("writing the demo model: %w", err)
-		}
-	}
-	fmt.Fprintf(stderr, "shade: no -m given: running the demo model %s (random weights, real tokenizer: its text is gibberish by design)\n", path)
-	return path, nil
 }
