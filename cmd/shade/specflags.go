@@ -38,7 +38,7 @@ func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
 		noGainCost:   fs.Bool("no-gain-cost", false, "lever: a static tree (--tree-width × --tree-depth, --draft-max nodes) instead of a gain-cost one"),
 		noLazyHead:   fs.Bool("no-lazy-head", false, "lever: compute logits for every verified row, not only along the accepted path"),
 		noBatchDraft: fs.Bool("no-batch-draft", false, "lever: expand one frontier node per draft pass instead of batching them"),
-		preDraft:     fs.Bool("pre-draft", false, "lever, experimental: draft the next step's tree while the target verifies (greedy, with --dram-budget streaming layers; slower on a 2-core machine)"),
+		preDraft:     fs.Bool("pre-draft", false, "lever, experimental: draft the next step's tree while the target verifies (greedy, with --dram-budget streaming layers; no faster than without it on a 2-core machine)"),
 	}
 	if withMode {
 		f.mode = fs.String("spec", "", "speculation: auto, chain, tree, ngram, lever or off (default: auto with --draft, else off)")
