@@ -12,6 +12,19 @@ import (
 	"shade/model"
 )
 
+// TestMain points the user cache directory at a temporary one, so that
+// ExamplePath's Path writes there and not into the user's own cache.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tinystories-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // The embedded file is the published one: the conformance pack's tests hold
 // this exact file against llama.cpp.
 func TestEmbeddedIsThePublishedFile(t *testing.T) {
