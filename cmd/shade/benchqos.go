@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"shade/bench"
+	"shade/engine"
 	"shade/plot"
 	"shade/qos"
 )
@@ -42,7 +43,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	maxStolen := fs.Float64("max-stolen", 0, "run a run again (up to --retries times) when other processes held the foreground's core for more than this `percent` of it (0: never)")
 	retries := fs.Int("retries", 2, "most extra attempts of a run with --max-stolen")
 	threads := fs.Int("threads", 1, "the LLM's worker threads (1: it stays on its core)")
-	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: the built-in prompts of bench spec)")
+	promptsPath := fs.String("prompts", "", "prompt `file`, "+bench.PromptFormat+" (default: the built-in prompts of bench spec)")
 	maxTokens := fs.Int("max-tokens", 128, "tokens per generation; the LLM starts the next prompt when one ends")
 	draftMax := fs.Int("draft-max", qos.DefaultDraftMax, "draft length of the spec policy")
 	rateCap := fs.Float64("rate-cap", qos.DefaultRateCap, "freq-limit's cap in tok/s (with the 8b pair, unless set: 2, about half its plain decoding)")
@@ -126,11 +127,8 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	prompts := bench.DefaultPrompts
 	if *promptsPath != "" {
-		if prompts, err = bench.LoadPrompts(*promptsPath); err != nil {
+		if prompts, err = bench.ReadPrompts(*promptsPath); err != nil {
 			return err
-		}
-		if len(prompts) == 0 {
-			return fmt.Errorf("%s: no prompts", *promptsPath)
 		}
 	}
 	if *outDir != "" {
@@ -159,12 +157,11 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				return err
 			}
 		}
-		e, err := loadEngine(target, draft, *threads)
+		e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft}, stderr)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		e.Repack()
 		llm = &qos.LLM{Engine: e, Prompts: prompts, MaxTokens: *maxTokens}
 		progress(fmt.Sprintf("background LLM %s (draft %v), %d thread(s) on CPU %d", target, orDash(nonEmpty(draft)), *threads, *bgCPU))
 	}
