@@ -66,13 +66,3 @@ func (s *Start) Note(p Policy) string {
 	return fmt.Sprintf("elastic %v: no contention calibration for these models on this machine (shade calibrate --contention): baselines measured at start-up, default gains Kp %.3g Ki %.3g",
 		p, DefaultGains.Kp, DefaultGains.Ki)
 }
-
-// ForModels builds a governor for a target and its draft (see StartFor);
-// note says where its baselines and gains came from, for the user.
-func ForModels(ctx context.Context, targetPath, draftPath string, draft *model.Model, p Policy) (g *Governor, note string, err error) {
-	s, err := StartFor(ctx, targetPath, draftPath, draft)
-	if err != nil {
-		return nil, "", err
-	}
-	return s.Governor(p), s.Note(p), nil
-}
