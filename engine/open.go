@@ -37,7 +37,9 @@ type Options struct {
 	// are streamed from the model file for every forward pass (see
 	// SetDRAMBudget). "" keeps everything resident.
 	DRAMBudget string
-	// Stream configures the streaming of layers over the budget.
+	// Stream configures the streaming of the layers over the budget. Its
+	// zero value reads each layer only when a pass needs it;
+	// weights.DefaultOptions() reads ahead, as the command line does.
 	Stream weights.Options
 	// Policy is the elastic-speculation policy: anything but Off builds
 	// Governor, which yields memory bandwidth to the foreground by pacing
