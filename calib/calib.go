@@ -6,7 +6,8 @@
 // model file (its size and a hash of its first bytes), the CPU (model name
 // and usable cores) and the kernels shade computes with there, so a copied
 // model, another machine or faster kernels never silently use a stale
-// measurement.
+// measurement. The kinds are declared in one table (Kinds), which says of
+// each whether its keys name the kernels.
 package calib
 
 import (
