@@ -101,6 +101,20 @@ func TestBudgetAndPolicy(t *testing.T) {
 	if err := governed.SetPolicy("ui-first"); err != nil || governed.Policy() != "ui-first" {
 		t.Errorf("SetPolicy(ui-first): %v, policy %q", err, governed.Policy())
 	}
+	// Switching while a generation runs does not wait for it.
+	done := make(chan error)
+	go func() {
+		_, err := governed.Generate(context.Background(), "Once upon a time", shade.GenerateOptions{MaxTokens: 48}, nil)
+		done <- err
+	}()
+	for _, p := range []string{"off", "balanced", "ui-first", "off"} {
+		if err := governed.SetPolicy(p); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 	_, later := gen(&shade.Options{Threads: 2, Draft: storiesPath, Spec: "chain"})
 	if err := later.SetPolicy("balanced"); err != nil || later.Policy() != "balanced" {
 		t.Errorf("SetPolicy(balanced) after Open: %v, policy %q", err, later.Policy())
