@@ -1,6 +1,8 @@
 // Package shade is the Go API of the shade runtime: open a GGUF model
 // (Llama 2/3, Qwen 2/3) with an optional draft model for speculative
-// decoding, generate text or chat replies under a context.Context with the
+// decoding, a DRAM budget (layers over it streamed from the file) and an
+// elastic policy (speculation that yields memory bandwidth to the
+// foreground), generate text or chat replies under a context.Context with the
 // text streamed through a callback or a channel, and download models into
 // the local cache (Pull). The HTTP server is package shade/server and the
 // command line is cmd/shade; the packages underneath (engine, spec, model,
@@ -11,24 +13,41 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"shade/chat"
+	"shade/elastic"
 	"shade/engine"
 	"shade/model"
 	"shade/panelcache"
 	"shade/sample"
 	"shade/spec"
+	"shade/weights"
 )
 
 // Options configure Open. The zero value is valid.
 type Options struct {
 	Threads int    // worker threads (0: one per CPU)
 	Draft   string // draft model file for speculative decoding (same vocabulary as the target)
-	// Spec is the speculative mode: "auto", "chain", "tree", "ngram" or
-	// "off". Default: "auto" with a draft, "off" without.
+	// Spec is the speculative mode: "auto", "chain", "tree", "ngram",
+	// "lever" or "off". Default: "auto" with a draft, "off" without.
 	Spec     string
 	DraftMax int // most tokens drafted per step (default 8)
 	Ctx      int // context size in tokens (default: the model's, at most 4096)
+	// DRAMBudget keeps at most this much of the weights in DRAM: a
+	// percentage of the target's weight bytes ("40%") or a size ("2GiB",
+	// "512MiB", bytes). The draft, the target's embedding, head and norms
+	// and as many target layers as fit stay resident; the other layers are
+	// read from the model file for every token (O_DIRECT where the system
+	// has it). Default: everything resident.
+	DRAMBudget string
+	// Policy is the elastic-speculation policy: "balanced" or "ui-first"
+	// pace speculative decoding so that it yields memory bandwidth to
+	// what runs in the foreground (the draft model's layer times are the
+	// contention sensor, so it needs a Draft and a Spec that drafts with
+	// it); "off" (the default) leaves it unpaced. Model.SetPolicy switches
+	// it later.
+	Policy string
 	// Panels is where Q4_0 and Q8_0 weights repacked into row panels live
 	// (on CPUs with panel kernels): "cache" (default) maps them from a
 	// panel cache file built on the first start, "memory" repacks them at
@@ -48,12 +67,14 @@ type Model struct {
 	tmpl *chat.Template
 	spec spec.Config
 	ctx  int
+	gov  atomic.Pointer[elastic.Governor] // the engine's, once there is one
 }
 
 // Message is one turn of a chat: Role "system", "user" or "assistant".
 type Message = chat.Message
 
-// Open loads a GGUF model file (and opt.Draft, if set).
+// Open loads a GGUF model file (and opt.Draft, if set) and sets it up as
+// opt says: the DRAM budget, the elastic policy, the row panels.
 func Open(path string, opt *Options) (*Model, error) {
 	if opt == nil {
 		opt = &Options{}
@@ -68,6 +89,13 @@ func Open(path string, opt *Options) (*Model, error) {
 			return nil, fmt.Errorf("shade: %w", err)
 		}
 	}
+	policy := elastic.Off
+	if opt.Policy != "" {
+		var err error
+		if policy, err = elastic.ParsePolicy(opt.Policy); err != nil {
+			return nil, fmt.Errorf("shade: %w", err)
+		}
+	}
 	panels := model.DefaultPanels
 	if opt.Panels != "" {
 		var err error
@@ -78,27 +106,73 @@ func Open(path string, opt *Options) (*Model, error) {
 	if opt.PanelCacheDir != "" {
 		panels.Dir = opt.PanelCacheDir
 	}
-	if (mode == spec.Chain || mode == spec.TreeM) && opt.Draft == "" {
-		return nil, fmt.Errorf("shade: speculative mode %v needs a draft model (Options.Draft)", mode)
-	}
-	e, err := engine.Load(path, opt.Threads)
+	e, err := engine.Open(context.Background(), path, engine.Options{Threads: opt.Threads, Draft: opt.Draft, Spec: mode, Ctx: opt.Ctx,
+		DRAMBudget: opt.DRAMBudget, Stream: weights.DefaultOptions(), Policy: policy, Panels: &panels})
 	if err != nil {
 		return nil, err
 	}
-	if opt.Draft != "" {
-		if err := e.LoadDraft(opt.Draft); err != nil {
-			e.Close()
-			return nil, err
-		}
-	}
-	e.Panels = &panels
-	if err := e.CheckContext(opt.Ctx); err != nil {
-		e.Close()
-		return nil, err
-	}
-	e.Repack()
 	tmpl, _ := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
-	return &Model{e: e, tmpl: tmpl, spec: spec.Config{Mode: mode, DraftMax: opt.DraftMax}, ctx: e.ContextSize(opt.Ctx)}, nil
+	m := &Model{e: e, tmpl: tmpl, spec: e.Governed(spec.Config{Mode: mode, DraftMax: opt.DraftMax}), ctx: e.ContextSize(opt.Ctx)}
+	if e.Governor != nil {
+		m.gov.Store(e.Governor)
+	}
+	return m, nil
+}
+
+// SetPolicy switches the elastic policy ("balanced", "ui-first" or "off")
+// of the generations that start from now on. A policy other than off
+// needs a model opened with a draft model and speculation that drafts with
+// it; the first one of a model opened without a policy measures the
+// draft's layers now (quickly: do it before the foreground gets busy).
+func (m *Model) SetPolicy(policy string) error {
+	p, err := elastic.ParsePolicy(policy)
+	if err != nil {
+		return fmt.Errorf("shade: %w", err)
+	}
+	if g := m.gov.Load(); g != nil { // safe while generations run
+		g.SetPolicy(p)
+		return nil
+	}
+	if p == elastic.Off {
+		return nil
+	}
+	m.mu.Lock() // the generation running, if any, keeps its config
+	defer m.mu.Unlock()
+	if g := m.gov.Load(); g != nil {
+		g.SetPolicy(p)
+		return nil
+	}
+	if m.e.Draft == nil || m.spec.Mode == spec.Off || m.spec.Mode == spec.NgramM {
+		return fmt.Errorf("shade: policy %v needs speculation with a draft model (Options.Draft): its layers are the contention sensor", p)
+	}
+	st, err := m.e.ElasticStart(context.Background())
+	if err != nil {
+		return err
+	}
+	g := st.Governor(p)
+	m.e.Governor = g
+	m.spec = m.e.Governed(m.spec)
+	m.gov.Store(g)
+	return nil
+}
+
+// Policy is the elastic policy in force: "balanced", "ui-first" or "off".
+func (m *Model) Policy() string {
+	if g := m.gov.Load(); g != nil {
+		return g.Policy().String()
+	}
+	return elastic.Off.String()
+}
+
+// Streaming says how many of the target's layers are read from the model
+// file for every token under Options.DRAMBudget, of how many (0 of all of
+// them without a budget, or with one that holds every layer).
+func (m *Model) Streaming() (streamed, layers int) {
+	layers = m.e.Model.Config.Layers
+	if p := m.e.DRAMPlan; p != nil {
+		streamed = len(p.Streamed)
+	}
+	return streamed, layers
 }
 
 // Close releases the model's memory mappings and threads.

@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 
 	"shade/engine"
@@ -38,31 +35,6 @@ var DefaultPrompts = []string{
 	"Question: Tom has 3 apples and buys 5 more. How many apples does he have? Answer:",
 	"def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
 	"Summarize: The meeting covered the budget, the new hires and the launch date.",
-}
-
-// LoadPrompts reads the "prompt" field of each line of a JSONL file.
-func LoadPrompts(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var rec struct {
-			Prompt string `json:"prompt"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Prompt == "" {
-			return nil, fmt.Errorf("%s:%d: want a JSON object with a \"prompt\" string", path, line)
-		}
-		out = append(out, rec.Prompt)
-	}
-	return out, sc.Err()
 }
 
 // SpecResult is one mode's outcome over all prompts.

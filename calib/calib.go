@@ -6,7 +6,8 @@
 // model file (its size and a hash of its first bytes), the CPU (model name
 // and usable cores) and the kernels shade computes with there, so a copied
 // model, another machine or faster kernels never silently use a stale
-// measurement.
+// measurement. The kinds are declared in one table (Kinds), which says of
+// each whether its keys name the kernels.
 package calib
 
 import (
@@ -21,7 +22,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"shade/quant"
@@ -34,19 +34,66 @@ type Key struct {
 	Kernels string `json:"kernels"` // quant.Kernels(): timings move with them
 }
 
-// kernelFree holds the kinds declared with KernelFree.
-var kernelFree sync.Map
+// The kinds of measurement kept beside a model.
+const (
+	// Cost is Lever mode's cost model (cost.Model): draft pass, target
+	// layer and LM head times per batch size, and the file's read rate.
+	Cost = "cost"
+	// Pruner is Lever's verification-pruning predictor (spec.Pruner).
+	Pruner = "pruner"
+	// Acceptance is a draft's acceptance profile against the target
+	// (spec.RankProfile).
+	Acceptance = "acceptance"
+	// Contention is elastic speculation's sensor baselines and PI gains
+	// (elastic.Calibration).
+	Contention = "contention"
+)
 
-// KernelFree declares that measurements of kind do not move with the
-// kernels (a predictor trained on the model's outputs, unlike timings):
-// their keys leave Kernels empty, so they stay valid when shade computes
-// with other kernels.
-func KernelFree(kind string) { kernelFree.Store(kind, true) }
+// KindInfo describes one kind of measurement.
+type KindInfo struct {
+	Name string
+	// KernelFree says the measurements do not move with the kernels (a
+	// predictor trained on the model's outputs, unlike timings): their
+	// keys leave Kernels empty, so they stay valid when shade computes
+	// with other kernels.
+	KernelFree bool
+	// By is the command that measures and stores it.
+	By string
+}
+
+// kinds is every kind there is, in one place: how a kind's keys are made
+// must not depend on which packages a program links.
+var kinds = []KindInfo{
+	{Name: Cost, By: "shade calibrate"},
+	{Name: Pruner, KernelFree: true, By: "shade calibrate --pruner"},
+	{Name: Acceptance, KernelFree: true, By: "shade calibrate --pruner"},
+	{Name: Contention, By: "shade calibrate --contention"},
+}
+
+// Kinds lists the kinds of measurement.
+func Kinds() []KindInfo { return append([]KindInfo(nil), kinds...) }
+
+// Kind returns the description of a kind, or an error naming the kinds
+// there are.
+func Kind(name string) (KindInfo, error) {
+	var names []string
+	for _, k := range kinds {
+		if k.Name == name {
+			return k, nil
+		}
+		names = append(names, k.Name)
+	}
+	return KindInfo{}, fmt.Errorf("calib: unknown kind %q (known: %s)", name, strings.Join(names, ", "))
+}
 
 // keyOf is the key of kind's measurements of a model on this machine.
 func keyOf(modelPath, kind string) (Key, error) {
+	info, err := Kind(kind)
+	if err != nil {
+		return Key{}, err
+	}
 	k, err := KeyFor(modelPath)
-	if _, free := kernelFree.Load(kind); free {
+	if info.KernelFree {
 		k.Kernels = ""
 	}
 	return k, err

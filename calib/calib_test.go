@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,17 +73,17 @@ func FuzzParse(f *testing.F) {
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // TestKernelFreeKinds checks that a timing kind's entry is keyed by the
-// kernel set and a kernel-free kind's is not.
+// kernel set and a kernel-free kind's is not, and that an unknown kind is
+// refused rather than keyed some way.
 func TestKernelFreeKinds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	if err := os.WriteFile(path, []byte("GGUF model bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	KernelFree("test-free")
 	for _, tc := range []struct {
 		kind    string
 		kernels bool
-	}{{"test-timing", true}, {"test-free", false}} {
+	}{{Cost, true}, {Contention, true}, {Pruner, false}, {Acceptance, false}} {
 		if _, err := Save(path, tc.kind, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -101,5 +102,15 @@ func TestKernelFreeKinds(t *testing.T) {
 		if ok, err := Load(path, tc.kind, &v); !ok || err != nil || v != 1 {
 			t.Errorf("%s: Load = %v, %v, value %d", tc.kind, ok, err, v)
 		}
+	}
+	if _, err := Save(path, "bogus", 1); err == nil || !strings.Contains(err.Error(), "unknown kind") {
+		t.Errorf("Save of an unknown kind: %v", err)
+	}
+	var v int
+	if _, err := Load(path, "bogus", &v); err == nil {
+		t.Error("Load of an unknown kind accepted")
+	}
+	if len(Kinds()) != 4 {
+		t.Errorf("kinds %v", Kinds())
 	}
 }

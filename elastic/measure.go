@@ -124,7 +124,7 @@ type Calibration struct {
 }
 
 // CalibKind is the calib kind of contention calibrations.
-const CalibKind = "contention"
+const CalibKind = calib.Contention
 
 // Validate checks a calibration read from disk.
 func (c *Calibration) Validate() error {

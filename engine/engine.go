@@ -2,7 +2,10 @@
 // its tokenizer, prefill, the decode loop with sampling and streaming
 // detokenization, stop conditions, statistics, cancellation, and the
 // perplexity evaluation built on the same forward pass. It is where the
-// model, tokenizer and sampler meet; the CLI and the server sit on top.
+// model, tokenizer and sampler meet; the CLI, the server and the root
+// package sit on top, and set an engine up through Open, the one place
+// that knows the order of the set-up (draft, Lever's calibration, DRAM
+// budget, elastic governor, row panels).
 package engine
 
 import (
@@ -13,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"shade/elastic"
 	"shade/gguf"
 	"shade/model"
 	"shade/panelcache"
@@ -57,12 +61,19 @@ type Engine struct {
 	lever            *LeverSetup
 	budget           int64
 	budgetOpts       weights.Options
+	// Governor is the elastic governor Open built (Options.Policy,
+	// Switchable); nil without one. Requests run under it when their
+	// Spec.Governor is set to it.
+	Governor     *elastic.Governor
+	elasticMu    sync.Mutex
+	elasticStart *elastic.Start
 	// prePool is the worker pool lever's pre-drafts run on beside the
 	// target's pool (made on first use).
 	prePool *par.Pool
 }
 
-// Load opens a GGUF model file. threads ≤ 0 uses every CPU.
+// Load opens a GGUF model file and nothing else (Open sets an engine up
+// for requests). threads ≤ 0 uses every CPU.
 func Load(path string, threads int) (*Engine, error) {
 	t0 := time.Now()
 	m, err := model.Open(path, threads)
@@ -147,6 +158,12 @@ func (e *Engine) LoadDraft(path string) error {
 		e.Draft.DropPanels()
 		e.Draft.File.Close()
 	}
+	if e.Panels != nil {
+		m.Panels = e.Panels
+	}
+	e.elasticMu.Lock()
+	e.elasticStart = nil // of the draft replaced
+	e.elasticMu.Unlock()
 	e.Draft = m
 	e.DraftPath = path
 	e.DraftRanks = new(spec.RankStats)

@@ -19,14 +19,6 @@ const (
 	CalibAcceptance = "acceptance"
 )
 
-// The predictor and the acceptance profile learn from the models' outputs,
-// which do not depend on the kernels' speed; the cost model is timings,
-// which do.
-func init() {
-	calib.KernelFree(CalibPruner)
-	calib.KernelFree(CalibAcceptance)
-}
-
 // loadDraftProfile starts DraftRanks from the acceptance profile stored
 // beside the target for this draft, if there is one, and says what it did.
 // A profile that cannot be read or used is not an error: drafting then

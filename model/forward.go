@@ -92,8 +92,16 @@ type State struct {
 	layerW                                 *Layer
 	attnNormFn, qkvFn, ffnNormFn, swigluFn func(lo, hi int)
 
-	// LayerTimes[i] is how long layer i took in the last pass.
+	// LayerTimes[i] is how long layer i computed in the last pass, and
+	// LayerWaits[i] how long the pass spent in the layer source getting
+	// and releasing its weights (a streamed layer's read wait). They are
+	// kept apart because the elastic sensor scores layer times against a
+	// quiet machine's: a read wait in them would make disk jitter read as
+	// memory contention.
 	LayerTimes []time.Duration
+	LayerWaits []time.Duration
+	// clock is time.Now; tests replace it to account time exactly.
+	clock func() time.Time
 	// AttnTime adds up the time spent in attention over the cache (q·Kᵀ,
 	// softmax, ·V) until the caller resets it: the part of a prompt pass
 	// that grows with the square of its length.
@@ -108,7 +116,8 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers)}
+	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers),
+		LayerWaits: make([]time.Duration, c.Layers), clock: time.Now}
 	s.attnFn = s.attendRange
 	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
@@ -452,17 +461,20 @@ func (s *State) RunLayers(from, to int, hook func(layer int) error) (err error) 
 	}
 	release, _ := s.m.Weights.Layers.(LayerReleaser)
 	for l := from; l < to; l++ {
-		t0 := time.Now()
+		t0 := s.clock()
 		lw, err := s.m.Weights.Layers.Layer(l)
 		if err != nil {
 			return fmt.Errorf("model: layer %d: %w", l, err)
 		}
+		t1 := s.clock()
 		s.layer(l, lw)
+		t2 := s.clock()
 		if release != nil {
 			release.ReleaseLayer(l)
 		}
 		s.next = l + 1
-		s.LayerTimes[l] = time.Since(t0)
+		s.LayerTimes[l] = t2.Sub(t1)
+		s.LayerWaits[l] = t1.Sub(t0) + s.clock().Sub(t2)
 		if hook != nil {
 			if err := hook(l); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"shade/gguf"
 	"shade/quant"
@@ -408,5 +409,52 @@ func TestAbandonMidPass(t *testing.T) {
 	}
 	if s.Len() != 7 {
 		t.Errorf("Len after commit = %d", s.Len())
+	}
+}
+
+// slowSource is a layer source whose every Layer call waits an hour and
+// every release a minute, on the test's clock: a streamed layer whose read
+// is late.
+type slowSource struct {
+	inner LayerSource
+	now   *time.Time
+}
+
+func (s slowSource) Layer(i int) (*Layer, error) {
+	*s.now = s.now.Add(time.Hour)
+	return s.inner.Layer(i)
+}
+
+func (s slowSource) ReleaseLayer(int) { *s.now = s.now.Add(time.Minute) }
+
+// A layer's time is its compute: the wait for its weights is recorded
+// apart, so that the elastic sensor, which scores the layer times a hook
+// sees, does not read a slow disk as memory contention.
+func TestLayerTimesExcludeWeightWait(t *testing.T) {
+	m := openConformance(t, "stories260K.gguf")
+	now := time.Unix(0, 0)
+	m.Weights.Layers = slowSource{inner: m.Weights.Layers, now: &now}
+	s, err := m.NewState(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.clock = func() time.Time { return now }
+	if err := s.Begin(Chain([]int32{1, 2})); err != nil {
+		t.Fatal(err)
+	}
+	var seen []time.Duration
+	if err := s.RunLayers(0, m.Config.Layers, func(l int) error {
+		seen = append(seen, s.LayerTimes[l])
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for l := range m.Config.Layers {
+		if seen[l] != 0 || s.LayerTimes[l] != 0 {
+			t.Errorf("layer %d: compute time %v (hook saw %v), want 0: the wait for its weights is not compute", l, s.LayerTimes[l], seen[l])
+		}
+		if want := time.Hour + time.Minute; s.LayerWaits[l] != want {
+			t.Errorf("layer %d: weight wait %v, want %v", l, s.LayerWaits[l], want)
+		}
 	}
 }

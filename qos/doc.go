@@ -10,6 +10,8 @@
 // foreground's slowdown in time windows).
 //
 // The package measures; it does not decide. Background workloads and
-// policies are values handed to the harness, so that other packages (the
-// elastic controller) add theirs without changing this one.
+// the policies they run under are values handed to the harness: the
+// background LLM and its policies (plain decoding, speculation, rate caps,
+// elastic speculation) are package bench's, so this one depends on no part
+// of the runtime.
 package qos

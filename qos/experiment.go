@@ -14,7 +14,10 @@ import (
 type Experiment struct {
 	Profiles []string
 	Policies []Policy
-	LLM      *LLM // nil: only policies that need no model can run
+	// StartAt, if set, is called before each run with its round: every
+	// policy of a round then decodes the same prompts (speculation's
+	// speed depends on how well the draft guesses the text).
+	StartAt  func(round int)
 	Reps     int
 	Duration time.Duration // of each foreground run
 	Hz       float64
@@ -141,7 +144,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 	// Build every policy's workload once before any run, so that one that
 	// cannot run (no model loaded) fails before minutes of measurements.
 	for _, p := range e.Policies {
-		if _, err := p.New(e.LLM); err != nil {
+		if _, err := p.New(); err != nil {
 			return Report{}, fmt.Errorf("qos: policy %s: %w", p.Name, err)
 		}
 	}
@@ -201,7 +204,7 @@ func (e *Experiment) Run(ctx context.Context) (Report, error) {
 func (e *Experiment) runOnce(ctx context.Context, pair *Pair, pol Policy, r int) (PairResult, error) {
 	for attempt := 0; ; attempt++ {
 		e.progress("%s: %s, repetition %d of %d (%.0f s)", pair.Profile, pol.Name, r+1, e.Reps, e.Duration.Seconds())
-		bg, err := pol.New(e.LLM)
+		bg, err := pol.New()
 		if err != nil {
 			return PairResult{}, fmt.Errorf("qos: policy %s: %w", pol.Name, err)
 		}
@@ -210,8 +213,8 @@ func (e *Experiment) runOnce(ctx context.Context, pair *Pair, pol Policy, r int)
 				return PairResult{}, err
 			}
 		}
-		if e.LLM != nil {
-			e.LLM.StartAt(r) // every policy of a round decodes the same prompts
+		if e.StartAt != nil {
+			e.StartAt(r)
 		}
 		res, err := pair.Run(ctx, bg)
 		if err != nil {

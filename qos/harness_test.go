@@ -3,6 +3,7 @@ package qos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -160,7 +161,7 @@ func TestExperimentEndToEnd(t *testing.T) {
 	fgCPU, bgCPU := cpus()
 	var kept atomic.Int32
 	dir := t.TempDir()
-	hog := Policy{Name: "hog", Summary: "a memory-streaming loop", New: func(*LLM) (Background, error) {
+	hog := Policy{Name: "hog", Summary: "a memory-streaming loop", New: func() (Background, error) {
 		return memoryHog(make([]uint64, 8<<20)), nil
 	}}
 	e := Experiment{Profiles: []string{"social"}, Policies: []Policy{hog, Native()}, Reps: 1,
@@ -192,9 +193,10 @@ func TestExperimentEndToEnd(t *testing.T) {
 	if h.TokPerS <= 0 || h.Runs[0].Samples == 0 || h.Runs[0].Correlation.Windows == 0 || h.MeanSlowdown <= 0 {
 		t.Errorf("hog row: %+v", h)
 	}
-	noLLM := Experiment{Profiles: []string{"scroll"}, Policies: []Policy{Native(), AR()}, Duration: time.Second, Command: testCommand}
-	if _, err := noLLM.Run(context.Background()); err == nil {
-		t.Error("a policy needing an LLM ran without one")
+	cannot := Policy{Name: "needs-llm", New: func() (Background, error) { return nil, errors.New("no LLM loaded") }}
+	noLLM := Experiment{Profiles: []string{"scroll"}, Policies: []Policy{Native(), cannot}, Duration: time.Second, Command: testCommand}
+	if _, err := noLLM.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no LLM loaded") {
+		t.Errorf("a policy that cannot run: %v", err)
 	}
 }
 
@@ -246,61 +248,19 @@ func TestSporadic(t *testing.T) {
 	}
 }
 
-func TestRateCap(t *testing.T) {
-	g := &RateCap{TokPerS: 10}
-	// 5 tokens in a 100 ms step: at 10 tok/s they are due at 500 ms.
-	if p := g.StepDone(5, 100*time.Millisecond); p < 350*time.Millisecond || p > 410*time.Millisecond {
-		t.Errorf("pause %v, want ≈400 ms", p)
-	}
-	slow := &RateCap{TokPerS: 10}
-	if p := slow.StepDone(1, 200*time.Millisecond); p != 0 {
-		t.Errorf("a step under the cap paused %v", p)
-	}
-}
-
-func TestChunkSleeper(t *testing.T) {
-	g := &ChunkSleeper{Layers: 4, Sleep: 3 * time.Millisecond}
-	var total time.Duration
-	for l := range 16 {
-		total += g.VerifyLayer(l, 1, time.Millisecond)
-	}
-	if total != 12*time.Millisecond {
-		t.Errorf("slept %v over 16 layers, want 4 × 3 ms", total)
-	}
-}
-
-func TestPolicyRegistry(t *testing.T) {
-	ps, err := LookupPolicies("ar,native,ar")
+func TestLookupPolicies(t *testing.T) {
+	idle := func() (Background, error) { return Idle(), nil }
+	all := []Policy{Native(), {Name: "ar", New: idle}, {Name: "spec", New: idle}}
+	ps, err := LookupPolicies("ar,native,ar", all)
 	if err != nil || len(ps) != 2 || ps[0].Name != "ar" || ps[1].Name != "native" {
 		t.Fatalf("LookupPolicies = %v, %v", ps, err)
 	}
-	if _, err := LookupPolicies("ar,bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
+	if _, err := LookupPolicies("ar,bogus", all); err == nil || !strings.Contains(err.Error(), "bogus") || !strings.Contains(err.Error(), "spec") {
 		t.Errorf("unknown policy: %v", err)
 	}
-	all, _ := LookupPolicies("all")
-	for _, want := range []string{"native", "ar", "spec", "freq-limit", "chunk-sleep"} {
-		found := false
-		for _, p := range all {
-			found = found || p.Name == want
-		}
-		if !found {
-			t.Errorf("built-in policy %s missing", want)
-		}
-	}
-	if err := RegisterPolicy(FreqLimit(2)); err != nil {
-		t.Fatal(err)
-	}
-	again, _ := LookupPolicies("all")
-	if len(again) != len(all) {
-		t.Errorf("re-registering freq-limit changed the count: %d → %d", len(all), len(again))
-	}
-	defer RegisterPolicy(FreqLimit(DefaultRateCap))
-	if err := RegisterPolicy(Policy{Name: "a,b", New: Native().New}); err == nil {
-		t.Error("a name with a comma accepted")
-	}
-	for _, p := range []Policy{AR(), Spec(4), FreqLimit(1), ChunkSleep(2, time.Millisecond)} {
-		if _, err := p.New(nil); err == nil {
-			t.Errorf("%s built without an LLM", p.Name)
+	for _, list := range []string{"", "all"} {
+		if got, err := LookupPolicies(list, all); err != nil || len(got) != len(all) {
+			t.Errorf("%q: %d policies, %v", list, len(got), err)
 		}
 	}
 }

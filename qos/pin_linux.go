@@ -3,6 +3,7 @@ package qos
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -214,4 +215,14 @@ func ThreadCPUTime() int64 {
 		return -1
 	}
 	return ts.Nano()
+}
+
+// PinThread locks the calling goroutine to its OS thread and that thread
+// to cpu (a contention source running beside a pinned process, say). The
+// goroutine keeps the thread until it exits.
+func PinThread(cpu int) error {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	return unix.SchedSetaffinity(0, &set)
 }

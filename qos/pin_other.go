@@ -36,3 +36,6 @@ func RunqueueWait() time.Duration { return 0 }
 
 // ThreadCPUTime is not available off Linux.
 func ThreadCPUTime() int64 { return -1 }
+
+// PinThread is not available off Linux.
+func PinThread(cpu int) error { return errNoAffinity }

@@ -85,3 +85,20 @@ func httptestServer(t *testing.T, s *Server) string {
 	t.Cleanup(func() { ts.Close(); s.Close() })
 	return ts.URL
 }
+
+// A server of an engine opened with a policy runs its background requests
+// under the engine's governor without being handed one.
+func TestElasticFromEngine(t *testing.T) {
+	stories(t)
+	path := filepath.Join(conformanceDir, "stories260K.gguf")
+	e, err := engine.Open(context.Background(), path, engine.Options{Threads: 1, Draft: path, Spec: spec.Chain, Policy: elastic.UIFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s := New(e, Options{Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}})
+	defer s.Close()
+	if s.opt.Elastic != e.Governor || s.sched.getPolicy() != PolicyElastic {
+		t.Fatalf("governor %p (engine's %p), policy %s", s.opt.Elastic, e.Governor, s.sched.getPolicy())
+	}
+}

@@ -46,6 +46,7 @@ type Options struct {
 	Spec         spec.Config // speculative decoding for every request
 	// Elastic, if set, paces background requests (see PolicyElastic); its
 	// policy at start (if not off) makes the server start in PolicyElastic.
+	// Default: the engine's Governor (engine.Options.Policy, Switchable).
 	Elastic       *elastic.Governor
 	Template      *chat.Template // chat template (default: chat.FromGGUF)
 	ReadTimeout   time.Duration  // reading a request (default 30 s)
@@ -124,6 +125,9 @@ func New(e *engine.Engine, opt Options) *Server {
 	}
 	opt.BodyBudget = max(opt.BodyBudget, opt.MaxBodyBytes)
 	opt.Ctx = e.ContextSize(opt.Ctx)
+	if opt.Elastic == nil {
+		opt.Elastic = e.Governor
+	}
 	s := &Server{e: e, opt: opt, m: newMetrics(func() float64 {
 		if st := e.Stream; st != nil {
 			return float64(st.Stats().BytesRead)

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"shade/bench"
+	"shade/engine"
 	"shade/gguf"
-	"shade/model"
 	"shade/quant"
 	"shade/spec"
 	"shade/synth"
@@ -94,20 +94,16 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	defer quant.UseRepack(true) // bf.check set it
-	m, err := model.Open(path, *threads)
+	// bench.Run repacks, and reports how long that took.
+	o := engine.Options{Threads: *threads, NoRepack: true}
+	bf.set(&o)
+	e, err := openEngine(ctx, path, o, stderr)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	stream, err := bf.applyModel(m, stderr)
-	if err != nil {
-		return err
-	}
-	if stream != nil {
-		defer stream.Close()
-	}
-	rep, err := bench.Run(m, bench.Options{
-		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20, Stream: stream,
+	defer e.Close()
+	rep, err := bench.Run(e.Model, bench.Options{
+		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20, Stream: e.Stream,
 		Prompts: prompts, UBatch: *ubatch,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) },
 	})
@@ -204,7 +200,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	modelPath := fs.String("m", "", "target model `file`")
 	modes := fs.String("modes", "off,chain,tree,ngram,auto", "modes to compare (off, chain, tree, ngram, auto, lever); off (plain decoding) always runs first as the baseline")
 	n := fs.Int("n", 64, "tokens generated per prompt")
-	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: five built-in prompts: story, math, code, chat)")
+	promptsPath := fs.String("prompts", "", "prompt `file`, "+bench.PromptFormat+" (default: five built-in prompts: story, math, code, chat)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	sf := addSpecFlags(fs, false)
 	pf := addPolicyFlag(fs, "off", "elastic speculation for the speculative modes")
@@ -221,9 +217,6 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	if _, err := pf.policy(); err != nil {
-		return err
-	}
 	var ms []spec.Mode
 	for _, name := range strings.Split(*modes, ",") {
 		m, err := spec.ParseMode(strings.TrimSpace(name))
@@ -234,20 +227,21 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var prompts []string
 	if *promptsPath != "" {
-		if prompts, err = bench.LoadPrompts(*promptsPath); err != nil {
+		if prompts, err = bench.ReadPrompts(*promptsPath); err != nil {
 			return err
 		}
 	}
-	e, err := loadEngine(*modelPath, *sf.draft, *threads)
+	policy, err := pf.policy()
+	if err != nil {
+		return err
+	}
+	e, err := openEngine(ctx, *modelPath, engine.Options{Threads: *threads, Draft: *sf.draft, Spec: specCfg.Mode, Policy: policy}, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	gov, err := pf.apply(ctx, e, *modelPath, *sf.draft, &specCfg, stderr)
-	if err != nil {
-		return err
-	}
-	e.Repack()
+	specCfg = e.Governed(specCfg)
+	gov := e.Governor
 	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n, Governor: specCfg.Governor,
 		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth, Base: specCfg,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})

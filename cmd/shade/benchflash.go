@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"shade/bench"
+	"shade/engine"
+	"shade/spec"
 	"shade/weights"
 )
 
@@ -22,7 +24,7 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	ablation := fs.Float64("ablation", 50, "budget `percentage` of the ablation that turns Lever's parts off one at a time, and the experimental pre-drafting on (< 0: no ablation)")
 	n := fs.Int("n", 32, "tokens generated per prompt")
 	warmup := fs.Int("warmup", 0, "tokens each mode first generates from the first prompt at each budget, untimed, so that what lever learns as it runs starts warm (0: none)")
-	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: three built-in prompts)")
+	promptsPath := fs.String("prompts", "", "prompt `file`, "+bench.PromptFormat+" (default: three built-in prompts)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	draftMax := fs.Int("draft-max", 8, "tokens per step of chain speculation and nodes of the static tree")
 	treeWidth := fs.Int("tree-width", 2, "nodes per level of the static tree")
@@ -58,7 +60,7 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	var prompts []string
 	if *promptsPath != "" {
-		if prompts, err = bench.LoadPrompts(*promptsPath); err != nil {
+		if prompts, err = bench.ReadPrompts(*promptsPath); err != nil {
 			return err
 		}
 	}
@@ -68,7 +70,8 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 	}
-	e, err := loadEngine(target, draft, *threads)
+	// RunFlash sets each budget and repacks what stays resident itself.
+	e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft, Spec: spec.Lever, NoRepack: true}, stderr)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"shade/bench"
+	"shade/engine"
 	"shade/plot"
 	"shade/qos"
 )
@@ -25,7 +26,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	draftPath := fs.String("draft", "", "draft model `file` of the target (for spec and the elastic policies)")
 	profiles := fs.String("profiles", "scroll,social", "foreground profiles, comma-separated: scroll, video, game, social")
 	var names []string
-	for _, p := range qos.Policies() {
+	for _, p := range bench.QoSPolicies(nil, bench.QoSOptions{}) {
 		names = append(names, p.Name)
 	}
 	policies := fs.String("policies", "all", "background policies, comma-separated, or all: "+strings.Join(names, ", "))
@@ -42,12 +43,12 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	maxStolen := fs.Float64("max-stolen", 0, "run a run again (up to --retries times) when other processes held the foreground's core for more than this `percent` of it (0: never)")
 	retries := fs.Int("retries", 2, "most extra attempts of a run with --max-stolen")
 	threads := fs.Int("threads", 1, "the LLM's worker threads (1: it stays on its core)")
-	promptsPath := fs.String("prompts", "", "JSONL `file` with a \"prompt\" per line (default: the built-in prompts of bench spec)")
+	promptsPath := fs.String("prompts", "", "prompt `file`, "+bench.PromptFormat+" (default: the built-in prompts of bench spec)")
 	maxTokens := fs.Int("max-tokens", 128, "tokens per generation; the LLM starts the next prompt when one ends")
-	draftMax := fs.Int("draft-max", qos.DefaultDraftMax, "draft length of the spec policy")
-	rateCap := fs.Float64("rate-cap", qos.DefaultRateCap, "freq-limit's cap in tok/s (with the 8b pair, unless set: 2, about half its plain decoding)")
-	chunkLayers := fs.Int("chunk-layers", qos.DefaultChunkLayers, "chunk-sleep: target layers per chunk (with the 8b pair, unless set: 1)")
-	chunkSleep := fs.Duration("chunk-sleep", qos.DefaultChunkSleep, "chunk-sleep: sleep after each chunk (with the 8b pair, unless set: 2ms)")
+	draftMax := fs.Int("draft-max", bench.DefaultDraftMax, "draft length of the spec policy")
+	rateCap := fs.Float64("rate-cap", bench.DefaultRateCap, "freq-limit's cap in tok/s (with the 8b pair, unless set: 2, about half its plain decoding)")
+	chunkLayers := fs.Int("chunk-layers", bench.DefaultChunkLayers, "chunk-sleep: target layers per chunk (with the 8b pair, unless set: 1)")
+	chunkSleep := fs.Duration("chunk-sleep", bench.DefaultChunkSleep, "chunk-sleep: sleep after each chunk (with the 8b pair, unless set: 2ms)")
 	outDir := fs.String("out", "", "write the report (qos.json) and plots (qos-PROFILE.svg: jank % vs LLM tok/s; qos-PROFILE-POLICY-timeline.svg: slowdown and contention score over the first repetition) to `dir`")
 	keepRuns := fs.Bool("keep-runs", false, "with --out: also write every run's frames and contention samples as CSV (frames-PROFILE-POLICY-REP.csv, samples-…)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -106,13 +107,10 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			*chunkSleep = 2 * time.Millisecond
 		}
 	}
-	// The baselines take this run's knobs.
-	for _, p := range []qos.Policy{qos.Spec(*draftMax), qos.FreqLimit(*rateCap), qos.ChunkSleep(*chunkLayers, *chunkSleep)} {
-		if err := qos.RegisterPolicy(p); err != nil {
-			return err
-		}
-	}
-	pols, err := qos.LookupPolicies(*policies)
+	// The policies take this run's knobs, and the LLM once it is loaded;
+	// the names are checked before it is.
+	knobs := bench.QoSOptions{DraftMax: *draftMax, RateCap: *rateCap, ChunkLayers: *chunkLayers, ChunkSleep: *chunkSleep}
+	pols, err := qos.LookupPolicies(*policies, bench.QoSPolicies(nil, knobs))
 	if err != nil {
 		return err
 	}
@@ -126,11 +124,8 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	prompts := bench.DefaultPrompts
 	if *promptsPath != "" {
-		if prompts, err = bench.LoadPrompts(*promptsPath); err != nil {
+		if prompts, err = bench.ReadPrompts(*promptsPath); err != nil {
 			return err
-		}
-		if len(prompts) == 0 {
-			return fmt.Errorf("%s: no prompts", *promptsPath)
 		}
 	}
 	if *outDir != "" {
@@ -140,7 +135,7 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	progress := func(what string) { fmt.Fprintf(stderr, "bench qos: %s\n", what) }
 
-	var llm *qos.LLM
+	var llm *bench.QoSLLM
 	needModel := false
 	for _, p := range pols {
 		needModel = needModel || !p.Native
@@ -159,16 +154,18 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				return err
 			}
 		}
-		e, err := loadEngine(target, draft, *threads)
+		e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft}, stderr)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		e.Repack()
-		llm = &qos.LLM{Engine: e, Prompts: prompts, MaxTokens: *maxTokens}
+		llm = &bench.QoSLLM{Engine: e, Prompts: prompts, MaxTokens: *maxTokens}
 		progress(fmt.Sprintf("background LLM %s (draft %v), %d thread(s) on CPU %d", target, orDash(nonEmpty(draft)), *threads, *bgCPU))
+		if pols, err = qos.LookupPolicies(*policies, bench.QoSPolicies(llm, knobs)); err != nil {
+			return err
+		}
 	}
-	exp := qos.Experiment{Profiles: profs, Policies: pols, LLM: llm, Reps: *reps,
+	exp := qos.Experiment{Profiles: profs, Policies: pols, Reps: *reps,
 		Duration: time.Duration(*seconds * float64(time.Second)), Hz: *hz, FgCPU: *fgCPU, BgCPU: *bgCPU,
 		Seed: 1, Window: *window, Units: *units, BufferBytes: int64(*bufMiB) << 20, Progress: progress,
 		MaxStolenPct: *maxStolen, Retries: *retries, WarmUp: *warmUp}
@@ -179,6 +176,9 @@ func cmdBenchQoS(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		exp.Keep = func(prof, pol string, rep int, r *qos.PairResult) error {
 			return qos.SaveRun(*outDir, prof, pol, rep, r)
 		}
+	}
+	if llm != nil {
+		exp.StartAt = llm.StartAt
 	}
 	if *duty > 0 && *duty < 1 {
 		exp.Duty, exp.Period = *duty, *period

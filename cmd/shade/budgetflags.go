@@ -8,7 +8,6 @@ import (
 
 	"shade/bench"
 	"shade/engine"
-	"shade/model"
 	"shade/panelcache"
 	"shade/quant"
 	"shade/weights"
@@ -44,8 +43,9 @@ func addBudgetFlags(fs *flag.FlagSet) *budgetFlags {
 	}
 }
 
-// check validates the flags before anything is loaded, and sets where row
-// panels live (quant.UseRepack, model.DefaultPanels).
+// check validates the flags before anything is loaded, and turns
+// repacking off for the whole process with --repack=false or --panels=off
+// (quant.UseRepack).
 func (b *budgetFlags) check() error {
 	mode, err := panelcache.ParseMode(*b.panels)
 	if err != nil {
@@ -55,11 +55,6 @@ func (b *budgetFlags) check() error {
 		mode = panelcache.Off
 	}
 	quant.UseRepack(mode != panelcache.Off)
-	model.DefaultPanels = panelcache.Options{Mode: mode, Dir: *b.panelDir, Warn: func(s string) {
-		if b.stderr != nil {
-			fmt.Fprintf(b.stderr, "shade: warning: %s\n", s)
-		}
-	}}
 	if *b.readAhead < 0 || *b.readAhead > 64 {
 		return fmt.Errorf("--read-ahead must be in [0, 64]")
 	}
@@ -74,45 +69,26 @@ func (b *budgetFlags) check() error {
 	return nil
 }
 
-func (b *budgetFlags) options(stderr io.Writer) weights.Options {
-	layout, _ := weights.ParseLayout(*b.layout) // checked by check
-	return weights.Options{ReadAhead: *b.readAhead, Layout: layout, Warn: func(s string) { fmt.Fprintf(stderr, "shade: warning: %s\n", s) }}
+// panelOptions is where the flags put row panels (check has validated them).
+func (b *budgetFlags) panelOptions() *panelcache.Options {
+	mode, _ := panelcache.ParseMode(*b.panels)
+	if !*b.repack {
+		mode = panelcache.Off
+	}
+	return &panelcache.Options{Mode: mode, Dir: *b.panelDir, Warn: func(s string) {
+		if b.stderr != nil {
+			fmt.Fprintf(b.stderr, "shade: warning: %s\n", s)
+		}
+	}}
 }
 
-// apply sets the budget on a loaded engine (after its draft) and says on
-// stderr what stays resident and what streams.
-func (b *budgetFlags) apply(e *engine.Engine, stderr io.Writer) error {
-	if err := b.check(); err != nil || *b.budget == "" {
-		return err
-	}
-	n, err := weights.ParseBudget(*b.budget, e.Model.WeightBytes())
-	if err != nil {
-		return fmt.Errorf("--dram-budget: %w", err)
-	}
-	plan, err := e.SetDRAMBudget(n, b.options(stderr))
-	if err != nil {
-		return err
-	}
-	reportPlan(stderr, &plan)
-	return nil
-}
-
-// applyModel streams a bare model's layers over the budget (shade bench).
-// The streamer is nil when everything fits.
-func (b *budgetFlags) applyModel(m *model.Model, stderr io.Writer) (*weights.Streamer, error) {
-	if err := b.check(); err != nil || *b.budget == "" {
-		return nil, err
-	}
-	n, err := weights.ParseBudget(*b.budget, m.WeightBytes())
-	if err != nil {
-		return nil, fmt.Errorf("--dram-budget: %w", err)
-	}
-	plan, st, err := weights.Apply(m, 0, n, b.options(stderr))
-	if err != nil {
-		return nil, err
-	}
-	reportPlan(stderr, &plan)
-	return st, nil
+// set puts the flags' budget, streaming and panels into an engine's
+// options (check has validated them).
+func (b *budgetFlags) set(o *engine.Options) {
+	layout, _ := weights.ParseLayout(*b.layout)
+	o.DRAMBudget = *b.budget
+	o.Stream = weights.Options{ReadAhead: *b.readAhead, Layout: layout}
+	o.Panels = b.panelOptions()
 }
 
 // panelLine is the report of where a model's row panels came from, for
@@ -134,13 +110,6 @@ func printPanelStats(w io.Writer, e *engine.Engine) {
 		if l := panelLine(e.Draft.PanelStats()); l != "" {
 			fmt.Fprintf(w, "shade: draft: %s\n", l)
 		}
-	}
-}
-
-func reportPlan(w io.Writer, p *weights.Plan) {
-	fmt.Fprintf(w, "shade: %s\n", p.String())
-	if msg := p.Warning(); msg != "" {
-		fmt.Fprintf(w, "shade: warning: %s\n", msg)
 	}
 }
 

@@ -6,16 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"shade/model"
+	"shade/engine"
 	"shade/panelcache"
 	"shade/quant"
 )
 
 // TestPanelsFlags checks how --panels, --panel-cache and --repack set where
-// row panels live, and that a bad value is refused before anything loads.
+// row panels live (the engine's options), and that a bad value is refused before anything loads.
 func TestPanelsFlags(t *testing.T) {
-	saved := model.DefaultPanels
-	defer func() { model.DefaultPanels = saved; quant.UseRepack(true) }()
+	defer quant.UseRepack(true)
 	for _, tc := range []struct {
 		args   []string
 		mode   panelcache.Mode
@@ -44,7 +43,9 @@ func TestPanelsFlags(t *testing.T) {
 			}
 			continue
 		}
-		o := model.DefaultPanels
+		var eo engine.Options
+		bf.set(&eo)
+		o := *eo.Panels
 		if err != nil || o.Mode != tc.mode || o.Dir != tc.dir || quant.PanelsInUse() && tc.mode == panelcache.Off {
 			t.Errorf("%v: %v, mode %v dir %q; want %v %q", tc.args, err, o.Mode, o.Dir, tc.mode, tc.dir)
 		}

@@ -64,15 +64,11 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		*seed = int64(rand.Uint32())
 	}
 	params.Seed = uint64(*seed)
-	e, err := loadEngine(*modelPath, *sf.draft, *threads)
+	e, err := openEngine(ctx, *modelPath, engine.Options{Threads: *threads, Draft: *sf.draft, Spec: cfg.Mode, Ctx: *ctxSize}, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := e.CheckContext(*ctxSize); err != nil {
-		return err
-	}
-	e.Repack()
 	tmpl, warn := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
 	if warn != "" {
 		fmt.Fprintf(stderr, "shade chat: %s\n", warn)

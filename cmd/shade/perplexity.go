@@ -29,12 +29,11 @@ func cmdPerplexity(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(*modelPath, *threads)
+	e, err := openEngine(ctx, *modelPath, engine.Options{Threads: *threads}, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	e.Repack()
 	progress := func(done, total int, ppl float64) {
 		if !*quiet {
 			fmt.Fprintf(stderr, "\rchunk %d/%d  PPL %.4f", done, total, ppl)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"shade/elastic"
-	"shade/engine"
 	"shade/spec"
 )
 
@@ -24,26 +22,6 @@ func addPolicyFlag(fs *flag.FlagSet, def, usage string) *policyFlag {
 // policy checks the flag.
 func (f *policyFlag) policy() (elastic.Policy, error) {
 	return elastic.ParsePolicy(*f.name)
-}
-
-// apply builds the elastic governor for the engine's models and sets it
-// in cfg (nothing for --policy off); the note on stderr says where its
-// baselines came from.
-func (f *policyFlag) apply(ctx context.Context, e *engine.Engine, target, draft string, cfg *spec.Config, stderr io.Writer) (*elastic.Governor, error) {
-	p, err := f.policy()
-	if err != nil || p == elastic.Off {
-		return nil, err
-	}
-	if draft == "" {
-		return nil, fmt.Errorf("--policy %v needs a draft model (--draft FILE): its layers are the contention sensor", p)
-	}
-	g, note, err := elastic.ForModels(ctx, modelFile(target), modelFile(draft), e.Draft, p)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(stderr, "shade: %s\n", note)
-	cfg.Governor = g
-	return g, nil
 }
 
 // printGovernorStats prints what the elastic governor did (run --stats).

@@ -69,42 +69,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if _, err := pf.policy(); err != nil {
+	policy, err := pf.policy()
+	if err != nil {
 		return err
 	}
 	mode := specCfg.Mode
 	if err := bf.check(); err != nil {
 		return err
 	}
-	e, err := loadEngine(path, *sf.draft, *threads)
+	o := engine.Options{Threads: *threads, Draft: *sf.draft, Spec: mode, Ctx: *ctxSize, Policy: policy}
+	bf.set(&o)
+	e, err := openEngine(ctx, path, o, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := e.CheckContext(*ctxSize); err != nil {
-		return err
+	if *showStats {
+		printPanelStats(stderr, e)
 	}
+	specCfg = e.Governed(specCfg)
 	if *promptFile != "" {
 		if *prompt, err = readPrompt(*promptFile, e, *ctxSize); err != nil {
 			return err
 		}
-	}
-	// Lever's cost model is measured (if not stored) before layers stream,
-	// so its compute timings are not I/O.
-	if mode == spec.Lever {
-		if _, err := e.Lever(stderr); err != nil {
-			return err
-		}
-	}
-	if err := bf.apply(e, stderr); err != nil {
-		return err
-	}
-	if _, err := pf.apply(ctx, e, path, *sf.draft, &specCfg, stderr); err != nil {
-		return err
-	}
-	// Here, once the budget has placed the layers.
-	if e.Repack(); *showStats {
-		printPanelStats(stderr, e)
 	}
 
 	req := engine.Request{

@@ -14,11 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	shadelib "shade"
-	"shade/elastic"
 	"shade/engine"
 	"shade/server"
-	"shade/spec"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,42 +64,30 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := bf.check(); err != nil {
 		return err
 	}
-	if _, err := pf.policy(); err != nil {
+	policy, err := pf.policy()
+	if err != nil {
 		return err
 	}
-	e, err := loadEngine(*modelPath, *sf.draft, *threads)
+	// With a draft there is always a governor, so that the policy
+	// endpoint can switch background requests to elastic at run time.
+	o := engine.Options{Threads: *threads, Draft: *sf.draft, Spec: cfg.Mode, Ctx: *ctxSize, Policy: policy, Switchable: true}
+	bf.set(&o)
+	e, err := openEngine(ctx, *modelPath, o, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := e.CheckContext(*ctxSize); err != nil {
-		return err
-	}
-	// Lever's cost model is measured (if not stored) before layers stream,
-	// so its compute timings are not I/O.
-	if cfg.Mode == spec.Lever {
-		if _, err := e.Lever(stderr); err != nil {
-			return err
-		}
-	}
-	if err := bf.apply(e, stderr); err != nil {
-		return err
-	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	if net.ParseIP(*host) == nil {
 		allowedHosts = append(allowedHosts, *host) // the name it was told to listen on
 	}
 	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger,
-		AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, ShutdownDrain: *drain}
-	if opt.Elastic, err = serveGovernor(ctx, pf, e, *modelPath, *sf.draft, cfg, stderr); err != nil {
-		return err
-	}
+		AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, ShutdownDrain: *drain, Elastic: e.Governor}
 	if *template != "" {
 		if opt.Template, err = builtinTemplate(e, *template); err != nil {
 			return err
 		}
 	}
-	e.Repack() // before the first request, which would otherwise pay for it
 	srv := server.New(e, opt)
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
@@ -129,63 +114,4 @@ func (l *stringList) String() string { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
-}
-
-// modelFile finds a model: a path, or a USER/REPO/FILE.gguf reference
-// already pulled into the cache.
-func modelFile(ref string) string {
-	if _, err := os.Stat(ref); err == nil {
-		return ref
-	}
-	if dir, err := shadelib.ModelDir(); err == nil {
-		if _, dst, err := shadelib.Resolve(ref, "", dir); err == nil {
-			if _, err := os.Stat(dst); err == nil {
-				return dst
-			}
-		}
-	}
-	return ref
-}
-
-func loadEngine(path, draft string, threads int) (*engine.Engine, error) {
-	e, err := engine.Load(modelFile(path), threads)
-	if err != nil {
-		return nil, err
-	}
-	if draft != "" {
-		if err := e.LoadDraft(modelFile(draft)); err != nil {
-			e.Close()
-			return nil, err
-		}
-	}
-	return e, nil
-}
-
-// serveGovernor builds the governor background requests run under: with a
-// draft model there always is one (so the policy endpoint can switch it on
-// at run time), in the policy --policy names.
-func serveGovernor(ctx context.Context, pf *policyFlag, e *engine.Engine, target, draft string, cfg spec.Config, stderr io.Writer) (*elastic.Governor, error) {
-	p, err := pf.policy()
-	if err != nil {
-		return nil, err
-	}
-	if draft == "" || cfg.Mode == spec.Off || cfg.Mode == spec.NgramM {
-		if p != elastic.Off {
-			return nil, fmt.Errorf("--policy %v needs speculation with a draft model (--draft FILE): its layers are the contention sensor", p)
-		}
-		return nil, nil
-	}
-	flavor := p
-	if flavor == elastic.Off {
-		flavor = elastic.Balanced
-	}
-	g, note, err := elastic.ForModels(ctx, modelFile(target), modelFile(draft), e.Draft, flavor)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(stderr, "shade serve: %s\n", note)
-	if p == elastic.Off {
-		g.SetPolicy(elastic.Off) // background starts "full"; POST /v1/shade/policy turns it on
-	}
-	return g, nil
 }

@@ -1,0 +1,104 @@
+package calibrate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"shade/calib"
+	"shade/cost"
+	"shade/elastic"
+	"shade/engine"
+	"shade/spec"
+)
+
+const conformanceDir = "../../shared/testdata/conformance"
+
+// open opens a copy of the stories model (calibrations are stored beside
+// it) with its F16 twin as the draft, or without a draft.
+func open(t *testing.T, withDraft bool, o engine.Options) *engine.Engine {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(conformanceDir, "stories260K.gguf"))
+	if err != nil {
+		t.Skipf("the shared conformance pack is needed: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "stories260K.gguf")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if withDraft {
+		o.Draft = filepath.Join(conformanceDir, "stories260K-f16.gguf")
+	}
+	o.Threads = 1
+	e, err := engine.Open(context.Background(), path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func TestCost(t *testing.T) {
+	e := open(t, true, engine.Options{NoRepack: true})
+	r, err := Cost(e, cost.Options{Batches: []int{1, 4}, Layers: 2, Reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m cost.Model
+	if ok, err := calib.Load(e.Path, calib.Cost, &m); !ok || err != nil || m.Validate() != nil || m.Draft(1) <= 0 || r.Path != calib.Path(e.Path, calib.Cost) {
+		t.Fatalf("stored: %v %v %+v at %s", ok, err, m, r.Path)
+	}
+	streamed := open(t, false, engine.Options{DRAMBudget: "0%"})
+	if _, err := Cost(streamed, cost.Options{Batches: []int{1}, Layers: 1, Reps: 1}); err == nil || !strings.Contains(err.Error(), "streamed") {
+		t.Errorf("a cost model timed over streamed layers: %v", err)
+	}
+}
+
+// Without the relay experiment the gains are the defaults, and say so;
+// what is stored is what a governor of the pair then starts from.
+func TestContention(t *testing.T) {
+	e := open(t, true, engine.Options{})
+	r, err := Contention(context.Background(), e, ContentionOptions{Passes: 2, CPU: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Relay != nil || r.Calibration.Gains != elastic.DefaultGains || !strings.Contains(r.Calibration.GainsFrom, "skipped") {
+		t.Errorf("calibration %+v, relay %+v", r.Calibration, r.Relay)
+	}
+	st, err := elastic.StartFor(context.Background(), e.Path, e.DraftPath, e.Draft)
+	if err != nil || st.Source != "calibrated" || len(st.Baselines.NS) != e.Draft.Config.Layers {
+		t.Fatalf("start from the stored calibration: %v, %+v", err, st)
+	}
+	if _, err := Contention(context.Background(), open(t, false, engine.Options{}), ContentionOptions{}); err == nil {
+		t.Error("contention calibrated without a draft")
+	}
+	if _, err := Contention(context.Background(), e, ContentionOptions{Passes: -1, CPU: -1}); err == nil {
+		t.Error("negative passes accepted")
+	}
+}
+
+func TestPruner(t *testing.T) {
+	e := open(t, true, engine.Options{Spec: spec.Lever})
+	r, err := Pruner(context.Background(), e, PrunerOptions{Tokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p spec.Pruner
+	if ok, err := calib.Load(e.Path, calib.Pruner, &p); !ok || err != nil || p.Validate(r.Layers) != nil || r.Nodes == 0 {
+		t.Fatalf("stored predictor: %v %v %+v (%d nodes)", ok, err, p, r.Nodes)
+	}
+	var prof spec.RankProfile
+	if ok, err := calib.Load(e.Path, calib.Acceptance, &prof); !ok || err != nil || prof.Nodes() == 0 || r.ProfilePath == "" {
+		t.Fatalf("stored acceptance profile: %v %v %+v", ok, err, prof)
+	}
+	for _, o := range []PrunerOptions{{Layer: -1}, {Layer: 99}, {Recall: 1.5}} {
+		if _, err := Pruner(context.Background(), e, o); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+	if _, err := Pruner(context.Background(), open(t, false, engine.Options{}), PrunerOptions{}); err == nil {
+		t.Error("a pruner trained without a draft")
+	}
+}
