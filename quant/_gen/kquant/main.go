@@ -58,6 +58,10 @@ func main() {
 			kernel(p, typ, s[0], s[1])
 		}
 	}
+	packTile(p)
+	for c := 1; c <= tileCols; c++ {
+		tileKernel(p, c)
+	}
 	write("quant/gemmk_amd64.s", b.String())
 
 	var d strings.Builder
@@ -72,6 +76,16 @@ func main() {
 	d.WriteString("var gemmKShapes = [...]struct {\n\tr, c     int\n\tq4k, q6k func(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)\n}{\n")
 	for _, s := range shapes {
 		fmt.Fprintf(&d, "\t{%d, %d, gemmQ4KR%dC%d, gemmQ6KR%dC%d},\n", s[0], s[1], s[0], s[1], s[0], s[1])
+	}
+	d.WriteString("}\n")
+	fmt.Fprintf(&d, "\n// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows\n// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.\nconst (\n\tq4kTileBytes = %d\n\tq4kTileCols  = %d\n)\n", q4kTileBytes, tileCols)
+	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb int)\n")
+	for c := 1; c <= tileCols; c++ {
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
+	}
+	d.WriteString("\n// q4kTileKernels[c-1] is gemmQ4KTileC<c>.\nvar q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){\n")
+	for c := 1; c <= tileCols; c++ {
+		fmt.Fprintf(&d, "\tgemmQ4KTileC%d,\n", c)
 	}
 	d.WriteString("}\n")
 	write("quant/gemmk_decl_amd64.go", d.String())
@@ -485,4 +499,232 @@ func reduce(p func(string, ...any), n int, out string) {
 	p("\tVPERM2I128 $0x20, Y13, Y12, Y14")
 	p("\tVPERM2I128 $0x31, Y13, Y12, Y12")
 	p("\tVPADDD Y14, Y12, %s", out)
+}
+
+// The Q4_K tile kernels (batches of kTileMin or more activation rows). The
+// per-row kernels above pay a VPMADDWD by the scale for every 32 values of
+// every pair; here 8 weight rows are first unpacked into an L1 buffer laid
+// out as a row panel (the lanes of a register are the 8 rows), so that the
+// eight VPMADDUBSW of a sub-block add in int16 (at most 8·2·15·128 = 30720
+// in magnitude) and one VPMADDWD by the rows' scales widens and scales them
+// together, as the Q4_0 panel kernels do. The integer sums stay exact and
+// the float32 part is the twin's, lane by lane.
+//
+// Tile layout, per super-block (q4kTileBytes):
+//
+//	0     the 8 rows' f16 d, then at 16 their f16 dmin
+//	32    scales: sub-block j at 32+32j, dword r = s(r,j) in both int16 halves
+//	288   mins: pair k at 288+32k, dword r = m(r,2k), m(r,2k+1)
+//	416   quants: sub-block j, group g at 416+256j+32g, dword r = row r's
+//	      values 4g..4g+3 of sub-block j, one byte each (0..15)
+const (
+	q4kTileBytes = 2464
+	tileOffScale = 32
+	tileOffMin   = 288
+	tileOffQ     = 416
+	// tileCols is the most activation rows a tile kernel takes: 8 weight
+	// registers, two temporaries and tileCols int32 accumulators.
+	tileCols = 6
+)
+
+// transpose4 transposes the 4x4 dwords of each 128-bit lane of Y0..Y3
+// (through Y4..Y7) back into Y0..Y3: with rows k and k+4 in the low and
+// high lanes of Yk, Yg ends with dword g of rows 0..7.
+func transpose4(p func(string, ...any)) {
+	p("\tVPUNPCKLDQ Y1, Y0, Y4")
+	p("\tVPUNPCKHDQ Y1, Y0, Y5")
+	p("\tVPUNPCKLDQ Y3, Y2, Y6")
+	p("\tVPUNPCKHDQ Y3, Y2, Y7")
+	p("\tVPUNPCKLQDQ Y6, Y4, Y0")
+	p("\tVPUNPCKHQDQ Y6, Y4, Y1")
+	p("\tVPUNPCKLQDQ Y7, Y5, Y2")
+	p("\tVPUNPCKHQDQ Y7, Y5, Y3")
+}
+
+// packTile writes packQ4KTile(dst, w *byte, rb, nb int): nb super-blocks
+// of the 8 rows at w (rb bytes apart) into tile layout at dst.
+//
+// Registers: SI row 0, R13 row 4, R11 rb, R12 3*rb, DX dst, CX super-blocks
+// left, Y15 bytes 0x0f. The frame holds each row's scales (32 bytes at 32r:
+// dwords s_j|s_j<<16) and mins (16 bytes at 256+16r: int16 m_0..m_7) on
+// their way to the transposes.
+func packTile(p func(string, ...any)) {
+	name := "packQ4KTile"
+	p("")
+	p("// func %s(dst, w *byte, rb, nb int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $384-32", name)
+	p("\tMOVQ dst+0(FP), DX")
+	p("\tMOVQ w+8(FP), SI")
+	p("\tMOVQ rb+16(FP), R11")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tLEAQ (R11)(R11*2), R12")
+	p("\tLEAQ (SI)(R11*4), R13")
+	p("\tMOVL $0x0f0f0f0f, AX")
+	p("\tVMOVD AX, X15")
+	p("\tVPBROADCASTD X15, Y15")
+	p("")
+	p("loop_%s:", name)
+	for r := 0; r < 8; r++ {
+		p("\tVPINSRW $%d, %s, X0, X0", r, wr(r, 0))
+		p("\tVPINSRW $%d, %s, X1, X1", r, wr(r, 2))
+	}
+	p("\tVMOVDQU X0, 0(DX)")
+	p("\tVMOVDQU X1, 16(DX)")
+	for r := 0; r < 8; r++ {
+		// scaleMinK4 as in the per-row kernels: bytes s0..s7, m0..m7.
+		p("\tVMOVDQU %s, X9", wr(r, 4))
+		p("\tVPSHUFB gk4idxA<>(SB), X9, X10")
+		p("\tVPAND gk4maskA<>(SB), X10, X10")
+		p("\tVPSRLW $4, X9, X11")
+		p("\tVPSHUFB gk4idxB<>(SB), X11, X11")
+		p("\tVPAND X15, X11, X11")
+		p("\tVPOR X11, X10, X10")
+		p("\tVPSRLW $2, X9, X11")
+		p("\tVPSHUFB gk4idxC<>(SB), X11, X11")
+		p("\tVPAND gk30<>(SB), X11, X11")
+		p("\tVPOR X11, X10, X10")
+		p("\tVPMOVZXBW X10, Y10") // words: s0..s7 | m0..m7
+		p("\tVPMOVZXWD X10, Y11") // dwords s0..s7
+		p("\tVPSLLD $16, Y11, Y12")
+		p("\tVPOR Y12, Y11, Y11")
+		p("\tVMOVDQU Y11, %d(SP)", 32*r)
+		p("\tVEXTRACTI128 $1, Y10, X12")
+		p("\tVMOVDQU X12, %d(SP)", 256+16*r)
+	}
+	// Scales: dwords 0..3 then 4..7 of the rows, rows k and k+4 paired.
+	for h := 0; h < 2; h++ {
+		for k := 0; k < 4; k++ {
+			p("\tVMOVDQU %d(SP), X%d", 32*k+16*h, k)
+			p("\tVINSERTI128 $1, %d(SP), Y%d, Y%d", 32*(k+4)+16*h, k, k)
+		}
+		transpose4(p)
+		for g := 0; g < 4; g++ {
+			p("\tVMOVDQU Y%d, %d(DX)", g, tileOffScale+32*(4*h+g))
+		}
+	}
+	for k := 0; k < 4; k++ {
+		p("\tVMOVDQU %d(SP), X%d", 256+16*k, k)
+		p("\tVINSERTI128 $1, %d(SP), Y%d, Y%d", 256+16*(k+4), k, k)
+	}
+	transpose4(p)
+	for g := 0; g < 4; g++ {
+		p("\tVMOVDQU Y%d, %d(DX)", g, tileOffMin+32*g)
+	}
+	// Quants: 32 bytes of each row hold sub-blocks 2q (low nibbles) and
+	// 2q+1 (high); 16 bytes at a time, transposed, then unpacked.
+	for q := 0; q < 4; q++ {
+		for h := 0; h < 2; h++ {
+			for k := 0; k < 4; k++ {
+				p("\tVMOVDQU %s, X%d", wr(k, 16+32*q+16*h), k)
+				p("\tVINSERTI128 $1, %s, Y%d, Y%d", wr(k+4, 16+32*q+16*h), k, k)
+			}
+			transpose4(p)
+			for g := 0; g < 4; g++ {
+				grp := 4*h + g
+				p("\tVPAND Y15, Y%d, Y8", g)
+				p("\tVMOVDQU Y8, %d(DX)", tileOffQ+256*(2*q)+32*grp)
+				p("\tVPSRLW $4, Y%d, Y9", g)
+				p("\tVPAND Y15, Y9, Y9")
+				p("\tVMOVDQU Y9, %d(DX)", tileOffQ+256*(2*q+1)+32*grp)
+			}
+		}
+	}
+	p("\tADDQ $144, SI")
+	p("\tADDQ $144, R13")
+	p("\tADDQ $%d, DX", q4kTileBytes)
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// tileKernel writes gemmQ4KTileC<c>(t *byte, nb int, a *byte, arb int, bp
+// *int16, bps int, y *float32, ys int): nb super-blocks of a packed tile
+// at t by c Q8_K activation rows (arb bytes apart), adding each output
+// (row r, activation i) into y[i*ys/4 + r]. bp holds, per super-block
+// (bps bytes apart) and activation row (16 bytes apart), the int16 sums
+// bsum[2j]+bsum[2j+1], j = 0..7, against which the mins are taken off.
+//
+// Registers: SI the tile, CX super-blocks left, DI and R10 activation rows
+// 0 and 4, R8 arb, R9 3*arb, BX bp, DX bps, R11 y, R12 ys, AX the output
+// row. Y0..Y7 a sub-block's weights, Y8, Y9 products, Y10.. the int32
+// sums (sumi) of the activation rows; in the float part Y0 d, Y1 dmin,
+// Y2..Y6 temporaries.
+func tileKernel(p func(string, ...any), c int) {
+	name := fmt.Sprintf("gemmQ4KTileC%d", c)
+	acc := func(i int) string { return fmt.Sprintf("Y%d", 10+i) }
+	p("")
+	p("// func %s(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ t+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ a+16(FP), DI")
+	p("\tMOVQ arb+24(FP), R8")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tLEAQ (DI)(R8*4), R10")
+	p("\tMOVQ bp+32(FP), BX")
+	p("\tMOVQ bps+40(FP), DX")
+	p("\tMOVQ y+48(FP), R11")
+	p("\tMOVQ ys+56(FP), R12")
+	p("")
+	p("loop_%s:", name)
+	for j := 0; j < 8; j++ {
+		for g := 0; g < 8; g++ {
+			p("\tVMOVDQU %d(SI), Y%d", tileOffQ+256*j+32*g, g)
+		}
+		for i := 0; i < c; i++ {
+			p("\tVPBROADCASTD %s, Y8", ac(i, 4+32*j))
+			p("\tVPMADDUBSW Y8, Y0, Y8")
+			for g := 1; g < 8; g++ {
+				p("\tVPBROADCASTD %s, Y9", ac(i, 4+32*j+4*g))
+				p("\tVPMADDUBSW Y9, Y%d, Y9", g)
+				p("\tVPADDW Y9, Y8, Y8")
+			}
+			if j == 0 {
+				p("\tVPMADDWD %d(SI), Y8, %s", tileOffScale, acc(i))
+			} else {
+				p("\tVPMADDWD %d(SI), Y8, Y8", tileOffScale+32*j)
+				p("\tVPADDD Y8, %s, %s", acc(i), acc(i))
+			}
+		}
+	}
+	// sum += d*dy*float32(sumi); sum -= dmin*dy*float32(sumMins), with
+	// the twin's roundings.
+	p("\tVCVTPH2PS 0(SI), Y0")
+	p("\tVCVTPH2PS 16(SI), Y1")
+	p("\tMOVQ R11, AX")
+	for i := 0; i < c; i++ {
+		for k := 0; k < 4; k++ {
+			t := "Y2"
+			if k > 0 {
+				t = "Y3"
+			}
+			p("\tVPBROADCASTD %d(BX), %s", 16*i+4*k, t)
+			p("\tVPMADDWD %d(SI), %s, %s", tileOffMin+32*k, t, t)
+			if k > 0 {
+				p("\tVPADDD Y3, Y2, Y2")
+			}
+		}
+		p("\tVBROADCASTSS %s, Y3", ac(i, 0))
+		p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
+		p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
+		p("\tVCVTDQ2PS %s, Y6", acc(i))
+		p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
+		p("\tVADDPS (AX), Y4, Y4")
+		p("\tVCVTDQ2PS Y2, Y2")
+		p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
+		p("\tVSUBPS Y5, Y4, Y4")
+		p("\tVMOVUPS Y4, (AX)")
+		if i < c-1 {
+			p("\tADDQ R12, AX")
+		}
+	}
+	p("\tADDQ $%d, SI", q4kTileBytes)
+	p("\tADDQ $292, DI")
+	p("\tADDQ $292, R10")
+	p("\tADDQ DX, BX")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
 }
