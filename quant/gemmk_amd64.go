@@ -38,7 +38,7 @@ const (
 // q4kTileMin is the fewest activation rows for which Q4_K runs on tiles
 // of 8 rows unpacked into L1 (gemmQ4KTiles) rather than on the per-row
 // kernels; a variable so that TestGemmKCPUTime can compare the two.
-var q4kTileMin = 8
+var q4kTileMin = 10
 
 // q4kTileWidth is the most activation rows gemmQ4KTiles gives one tile
 // kernel call (at most q4kTileCols).
@@ -141,7 +141,11 @@ func gemmQ4KTiles(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float3
 		}
 		for b0 := 0; b0 < nb; b0 += kTileChunk {
 			cnt := min(kTileChunk, nb-b0)
-			packQ4KTile(&buf[0], &w[r0*rb+b0*q4_KBytes], rb, cnt)
+			pf := cnt * q4_KBytes // the next chunk, or the next tile's first
+			if b0+cnt == nb {
+				pf = 8*rb - b0*q4_KBytes
+			}
+			packQ4KTile(&buf[0], &w[r0*rb+b0*q4_KBytes], rb, cnt, pf)
 			// Balanced widths: each call reads the tile once.
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)

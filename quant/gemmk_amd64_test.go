@@ -46,7 +46,7 @@ func BenchmarkGemmKKernels(b *testing.B) {
 	y := make([]float32, 8*q4kTileCols)
 	b.Run("Q4_K/pack", func(b *testing.B) {
 		for b.Loop() {
-			packQ4KTile(&tile[0], &w[0], tb*q4_KBytes, tb)
+			packQ4KTile(&tile[0], &w[0], tb*q4_KBytes, tb, 0)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tb*8), "ns/row-block")
 	})

@@ -88,13 +88,14 @@ func TestGemmKCPUTime(t *testing.T) {
 // cpuPerCall is f's CPU time per call on this thread in ns, over at least
 // 20ms of CPU (in runs of 100 calls: getrusage costs a system call).
 func cpuPerCall(f func()) float64 {
+	reps0 := 100
 	f()
 	t0, reps := threadCPU(), 0
 	for threadCPU()-t0 < 20*time.Millisecond {
-		for range 100 {
+		for range reps0 {
 			f()
 		}
-		reps += 100
+		reps += reps0
 	}
 	return float64((threadCPU() - t0).Nanoseconds()) / float64(reps)
 }
@@ -118,7 +119,7 @@ func TestGemmKKernelsCPUTime(t *testing.T) {
 	bp := make([]int16, tb*8*8)
 	y := make([]float32, 64)
 	rb, arb := tb*q4_KBytes, tb*q8_KBytes
-	packQ4KTile(&tile[0], &w[0], rb, tb)
+	packQ4KTile(&tile[0], &w[0], rb, tb, 0)
 	best := map[string]float64{}
 	names := []string{"R1C8", "pack"}
 	for c := 1; c <= q4kTileCols; c++ {
@@ -132,7 +133,7 @@ func TestGemmKKernelsCPUTime(t *testing.T) {
 			case "R1C8":
 				f, pairs = func() { gemmQ4KR1C8(&w[0], rb, &a[0], arb, tb, &y[0], 8) }, tb*8
 			case "pack":
-				f, pairs = func() { packQ4KTile(&tile[0], &w[0], rb, tb) }, tb*8
+				f, pairs = func() { packQ4KTile(&tile[0], &w[0], rb, tb, 0) }, tb*8
 			default:
 				var c int
 				fmt.Sscanf(name, "TileC%d", &c)

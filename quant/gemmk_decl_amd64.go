@@ -89,7 +89,7 @@ const (
 )
 
 //go:noescape
-func packQ4KTile(dst, w *byte, rb, nb int)
+func packQ4KTile(dst, w *byte, rb, nb, pf int)
 
 //go:noescape
 func gemmQ4KTileC1(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)

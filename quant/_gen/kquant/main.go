@@ -79,7 +79,7 @@ func main() {
 	}
 	d.WriteString("}\n")
 	fmt.Fprintf(&d, "\n// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows\n// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.\nconst (\n\tq4kTileBytes = %d\n\tq4kTileCols  = %d\n)\n", q4kTileBytes, tileCols)
-	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb int)\n")
+	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb, pf int)\n")
 	for c := 1; c <= tileCols; c++ {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
 	}
@@ -541,22 +541,26 @@ func transpose4(p func(string, ...any)) {
 	p("\tVPUNPCKHQDQ Y7, Y5, Y3")
 }
 
-// packTile writes packQ4KTile(dst, w *byte, rb, nb int): nb super-blocks
-// of the 8 rows at w (rb bytes apart) into tile layout at dst.
+// packTile writes packQ4KTile(dst, w *byte, rb, nb, pf int): nb
+// super-blocks of the 8 rows at w (rb bytes apart) into tile layout at dst,
+// prefetching each row's bytes pf ahead of the super-block it reads (the
+// caller points pf at the next chunk, or at the next tile's first): the
+// weights come from memory, and without it the packer waits for them.
 //
 // Registers: SI row 0, R13 row 4, R11 rb, R12 3*rb, DX dst, CX super-blocks
-// left, Y15 bytes 0x0f. The frame holds each row's scales (32 bytes at 32r:
+// left, R14 pf, AX and BX rows 0 and 4 plus pf, Y15 bytes 0x0f. The frame holds each row's scales (32 bytes at 32r:
 // dwords s_j|s_j<<16) and mins (16 bytes at 256+16r: int16 m_0..m_7) on
 // their way to the transposes.
 func packTile(p func(string, ...any)) {
 	name := "packQ4KTile"
 	p("")
-	p("// func %s(dst, w *byte, rb, nb int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $384-32", name)
+	p("// func %s(dst, w *byte, rb, nb, pf int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $384-40", name)
 	p("\tMOVQ dst+0(FP), DX")
 	p("\tMOVQ w+8(FP), SI")
 	p("\tMOVQ rb+16(FP), R11")
 	p("\tMOVQ nb+24(FP), CX")
+	p("\tMOVQ pf+32(FP), R14")
 	p("\tLEAQ (R11)(R11*2), R12")
 	p("\tLEAQ (SI)(R11*4), R13")
 	p("\tMOVL $0x0f0f0f0f, AX")
@@ -564,6 +568,14 @@ func packTile(p func(string, ...any)) {
 	p("\tVPBROADCASTD X15, Y15")
 	p("")
 	p("loop_%s:", name)
+	p("\tLEAQ (SI)(R14*1), AX")
+	p("\tLEAQ (R13)(R14*1), BX")
+	for r := 0; r < 8; r++ {
+		a := strings.NewReplacer("SI", "AX", "R13", "BX")
+		for off := 0; off < 144+63; off += 64 {
+			p("\tPREFETCHT0 %s", a.Replace(wr(r, min(off, 143))))
+		}
+	}
 	for r := 0; r < 8; r++ {
 		p("\tVPINSRW $%d, %s, X0, X0", r, wr(r, 0))
 		p("\tVPINSRW $%d, %s, X1, X1", r, wr(r, 2))
