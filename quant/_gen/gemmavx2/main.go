@@ -101,6 +101,19 @@ func main() {
 		packKernel(p, typ)
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc pack%sAVX2(dst, src *byte, rb, nb int)\n", typ)
 	}
+	q4TilePack(p)
+	fmt.Fprintf(&d, "\n// q4TileBlockBytes is the size of one block of a Q4_0 tile (packQ4_0AVX2Tile),\n// and q4TileCols the most activation rows a tile kernel takes.\nconst (\n\tq4TileBlockBytes = %d\n\tq4TileCols       = %d\n)\n", q4TileBlockBytes, q4TileCols)
+	d.WriteString("\n//go:noescape\nfunc packQ4_0AVX2Tile(dst, p *byte, bs, nb, pf int)\n")
+	for c := 1; c <= q4TileCols; c++ {
+		q4TileKernel(p, c)
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4_0AVX2Tile%d(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)\n", c)
+	}
+	// A switch, as for avx2Half: gemmAVX2 passes a stack buffer as y.
+	d.WriteString("\n// q4Tile calls gemmQ4_0AVX2Tile<c>.\nfunc q4Tile(c int, t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int) {\n\tswitch c {\n")
+	for c := 1; c <= q4TileCols; c++ {
+		fmt.Fprintf(&d, "\tcase %d:\n\t\tgemmQ4_0AVX2Tile%d(t, nb, u, us, side, ss, y, ys)\n", c, c)
+	}
+	d.WriteString("\tdefault:\n\t\tpanic(\"quant: no AVX2 Q4_0 tile kernel for this width\")\n\t}\n}\n")
 	// A switch rather than a table of function values: calls through a
 	// function value make every pointer argument escape, and gemmAVX2
 	// passes stack buffers.
@@ -436,6 +449,178 @@ func packKernel(p func(string, ...any), typ string) {
 	p("\tADDQ $%d, DX", 16*bw)
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// The Q4_0 tile kernels (batches of q4TileMin or more activation rows).
+// The half-panel kernels hold one half panel's unpacked weights in 8
+// registers and broadcast each activation group once per half. Here a
+// chunk of a panel is first unpacked into an L1 buffer as signed bytes
+// u-8 (in [-8, 7]), so that VPMADDUBSW can take the weights from memory
+// as its signed operand, with the activations flipped to unsigned
+// a+128 (in [1, 255]) as the register one: one broadcast of an activation
+// group then serves both halves (16 rows), and the weights are unpacked
+// once for the whole batch rather than once per call. Pair sums lie in
+// [-4080, 3570] and the eight of a half add in int16 to at most 32640 in
+// magnitude. Σ(u-8)(a+128) = Σ(u-8)a + 128Σ(u-8), so the kernels take
+// off the weights' 128Σ(u-8), which the unpacker computes: the int32
+// block sum is gemmGo's, and the float part (one VFMADD231PS of dw*da)
+// is the half-panel kernels'.
+//
+// Tile layout, per block (q4TileBlockBytes):
+//
+//	0    dw of rows 0-7 then 8-15 as float32
+//	64   128Σ(u-8) of rows 0-7 then 8-15 as int32
+//	128  value group g (values 4g..4g+3), rows 0-7 at 128+64g, rows 8-15
+//	     at 160+64g: 4 signed bytes u-8 a row
+const (
+	q4TileBlockBytes = 640
+	// q4TileCols is the most activation rows a tile kernel takes: 4
+	// temporaries and two accumulators (one per half) a row.
+	q4TileCols = 6
+)
+
+// q4TilePack writes packQ4_0AVX2Tile(dst, p *byte, bs, nb, pf int): nb
+// panel blocks of Q4_0 (bs bytes apart) at p unpacked into tile layout at
+// dst, prefetching pf bytes ahead of each block read (0: nothing).
+//
+// Registers: SI the block, BX bs, CX blocks left, DX dst, R14 pf; Y15
+// bytes 0x0f, Y14 bytes 0x08, Y13 bytes 0x01, Y12 dwords 32768, Y6 the
+// byte sums of u.
+func q4TilePack(p func(string, ...any)) {
+	name := "packQ4_0AVX2Tile"
+	bcast := func(v uint32, reg string) {
+		p("\tMOVL $0x%08x, AX", v)
+		p("\tVMOVD AX, X%s", reg[1:])
+		p("\tVPBROADCASTD X%s, %s", reg[1:], reg)
+	}
+	p("")
+	p("// func %s(dst, p *byte, bs, nb, pf int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	p("\tMOVQ dst+0(FP), DX")
+	p("\tMOVQ p+8(FP), SI")
+	p("\tMOVQ bs+16(FP), BX")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tMOVQ pf+32(FP), R14")
+	bcast(0x0f0f0f0f, "Y15")
+	bcast(0x08080808, "Y14")
+	bcast(0x01010101, "Y13")
+	bcast(32768, "Y12")
+	p("")
+	p("loop_%s:", name)
+	p("\tTESTQ R14, R14")
+	p("\tJZ unpack_%s", name)
+	for off := 0; off < 16*18+63; off += 64 {
+		p("\tPREFETCHT0 %d(SI)(R14*1)", min(off, 16*18-1))
+	}
+	p("unpack_%s:", name)
+	p("\tVCVTPH2PS 0(SI), Y0")
+	p("\tVMOVUPS Y0, 0(DX)")
+	p("\tVCVTPH2PS 16(SI), Y0")
+	p("\tVMOVUPS Y0, 32(DX)")
+	for h := 0; h < 2; h++ {
+		for g := 0; g < 4; g++ {
+			p("\tVMOVDQU %d(SI), Y1", 32+64*g+32*h)
+			p("\tVPAND Y15, Y1, Y2") // values 4g.. (low nibbles)
+			p("\tVPSRLW $4, Y1, Y1")
+			p("\tVPAND Y15, Y1, Y1") // values 16+4g.. (high nibbles)
+			if g == 0 {
+				p("\tVPADDB Y1, Y2, Y6")
+			} else {
+				p("\tVPADDB Y2, Y6, Y6")
+				p("\tVPADDB Y1, Y6, Y6")
+			}
+			p("\tVPSUBB Y14, Y2, Y2")
+			p("\tVMOVDQU Y2, %d(DX)", 128+64*g+32*h)
+			p("\tVPSUBB Y14, Y1, Y1")
+			p("\tVMOVDQU Y1, %d(DX)", 128+64*(g+4)+32*h)
+		}
+		// Each byte of Y6 sums 8 nibbles (at most 120); a row's four
+		// bytes to int32, then 128Σu - 32768 = 128Σ(u-8).
+		p("\tVPMADDUBSW Y13, Y6, Y6")
+		p("\tVPMADDWD avx2Ones<>(SB), Y6, Y6")
+		p("\tVPSLLD $7, Y6, Y6")
+		p("\tVPSUBD Y12, Y6, Y6")
+		p("\tVMOVDQU Y6, %d(DX)", 64+32*h)
+	}
+	p("\tADDQ BX, SI")
+	p("\tADDQ $%d, DX", q4TileBlockBytes)
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// q4TileKernel writes gemmQ4_0AVX2Tile<c>(t *byte, nb int, u *byte, us int,
+// side *uint32, ss int, y *float32, ys int): nb blocks of a Q4_0 tile at t
+// by c flipped activation rows (row i of a block at u+32i, blocks us bytes
+// apart; its side entry at side+8i, ss bytes apart), adding into the 16
+// outputs of row i at y+i*ys.
+//
+// Registers: SI the tile, CX blocks left, DI u, DX us, R9 side, R10 ss,
+// R11 y, R12 ys, R13 the output row. Y0 a broadcast, Y1 products, Y2 and
+// Y3 the halves' sums, Y4+2i+h the accumulators of row i, half h.
+func q4TileKernel(p func(string, ...any), c int) {
+	name := fmt.Sprintf("gemmQ4_0AVX2Tile%d", c)
+	acc := func(i, h int) string { return y(4 + 2*i + h) }
+	p("")
+	p("// func %s(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ t+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ u+16(FP), DI")
+	p("\tMOVQ us+24(FP), DX")
+	p("\tMOVQ side+32(FP), R9")
+	p("\tMOVQ ss+40(FP), R10")
+	p("\tMOVQ y+48(FP), R11")
+	p("\tMOVQ ys+56(FP), R12")
+	p("\tMOVQ R11, R13")
+	for i := 0; i < c; i++ {
+		p("\tVMOVUPS (R13), %s", acc(i, 0))
+		p("\tVMOVUPS 32(R13), %s", acc(i, 1))
+		if i < c-1 {
+			p("\tADDQ R12, R13")
+		}
+	}
+	p("")
+	p("loop_%s:", name)
+	for i := 0; i < c; i++ {
+		for g := 0; g < 8; g++ {
+			p("\tVPBROADCASTD %d(DI), Y0", 32*i+4*g)
+			if g == 0 {
+				p("\tVPMADDUBSW %d(SI), Y0, Y2", 128+64*g)
+				p("\tVPMADDUBSW %d(SI), Y0, Y3", 160+64*g)
+				continue
+			}
+			p("\tVPMADDUBSW %d(SI), Y0, Y1", 128+64*g)
+			p("\tVPADDW Y1, Y2, Y2")
+			p("\tVPMADDUBSW %d(SI), Y0, Y1", 160+64*g)
+			p("\tVPADDW Y1, Y3, Y3")
+		}
+		p("\tVBROADCASTSS %d(R9), Y0", 8*i) // da
+		for h := 0; h < 2; h++ {
+			s := y(2 + h)
+			p("\tVPMADDWD avx2Ones<>(SB), %s, %s", s, s)
+			p("\tVPSUBD %d(SI), %s, %s", 64+32*h, s, s)
+			p("\tVCVTDQ2PS %s, %s", s, s)
+			p("\tVMULPS %d(SI), Y0, Y1", 32*h) // dw*da
+			p("\tVFMADD231PS Y1, %s, %s", s, acc(i, h))
+		}
+	}
+	p("\tADDQ $%d, SI", q4TileBlockBytes)
+	p("\tADDQ DX, DI")
+	p("\tADDQ R10, R9")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("")
+	for i := 0; i < c; i++ {
+		p("\tVMOVUPS %s, (R11)", acc(i, 0))
+		p("\tVMOVUPS %s, 32(R11)", acc(i, 1))
+		if i < c-1 {
+			p("\tADDQ R12, R11")
+		}
+	}
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
