@@ -160,6 +160,34 @@ func tables(p func(string, ...any)) {
 	bytes16("gk4maskA", [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0})
 	bytes16("gk4idxB", [16]byte{z, z, z, z, z, z, z, z, z, z, z, z, 8, 9, 10, 11})
 	bytes16("gk4idxC", [16]byte{z, z, z, z, 0, 1, 2, 3, z, z, z, z, 4, 5, 6, 7})
+	// The tile packer decodes two rows' scales at once, one per 128-bit
+	// lane, from 16 bytes loaded at the super-block's start (the scales
+	// at 4..15): the same picks, 4 bytes later, in both lanes.
+	bytes32 := func(name string, b [16]byte, shift byte) {
+		for q := 0; q < 4; q++ {
+			var v uint64
+			for i := 0; i < 8; i++ {
+				x := b[(8*q+i)%16]
+				if x != z && shift > 0 {
+					x += shift
+				}
+				v |= uint64(x) << (8 * i)
+			}
+			p("DATA %s<>+0x%02x(SB)/8, $0x%016x", name, 8*q, v)
+		}
+		p("GLOBL %s<>(SB), RODATA|NOPTR, $32", name)
+	}
+	bytes32("gt4idxA", [16]byte{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, z, z, z, z}, 4)
+	bytes32("gt4maskA", [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0}, 0)
+	bytes32("gt4idxB", [16]byte{z, z, z, z, z, z, z, z, z, z, z, z, 8, 9, 10, 11}, 4)
+	bytes32("gt4idxC", [16]byte{z, z, z, z, 0, 1, 2, 3, z, z, z, z, 4, 5, 6, 7}, 4)
+	// From decoded bytes s0..s7, m0..m7: dwords s_j|s_j<<16 for j = 0..3
+	// and 4..7, and the words m0..m7; and the words d, dmin of 4 rows
+	// (dwords) as d0..d3, dmin0..dmin3.
+	bytes32("gt4sLo", [16]byte{0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z}, 0)
+	bytes32("gt4sHi", [16]byte{4, z, 4, z, 5, z, 5, z, 6, z, 6, z, 7, z, 7, z}, 0)
+	bytes32("gt4mins", [16]byte{8, z, 9, z, 10, z, 11, z, 12, z, 13, z, 14, z, 15, z}, 0)
+	bytes32("gt4dd", [16]byte{0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}, 0)
 	p("")
 	p("// gk30<> is 32 bytes of 0x30, the bits 4 and 5 of Q6_K values.")
 	for q := 0; q < 4; q++ {
@@ -548,14 +576,14 @@ func transpose4(p func(string, ...any)) {
 // weights come from memory, and without it the packer waits for them.
 //
 // Registers: SI row 0, R13 row 4, R11 rb, R12 3*rb, DX dst, CX super-blocks
-// left, R14 pf, AX and BX rows 0 and 4 plus pf, Y15 bytes 0x0f. The frame holds each row's scales (32 bytes at 32r:
-// dwords s_j|s_j<<16) and mins (16 bytes at 256+16r: int16 m_0..m_7) on
-// their way to the transposes.
+// left, R14 pf, AX and BX rows 0 and 4 plus pf, Y15 bytes 0x0f, Y8..Y11
+// the first 16 bytes of rows k and k+4 (then their decoded scales), Y12
+// and Y13 temporaries, Y0..Y7 the transposes.
 func packTile(p func(string, ...any)) {
 	name := "packQ4KTile"
 	p("")
 	p("// func %s(dst, w *byte, rb, nb, pf int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $384-40", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
 	p("\tMOVQ dst+0(FP), DX")
 	p("\tMOVQ w+8(FP), SI")
 	p("\tMOVQ rb+16(FP), R11")
@@ -576,51 +604,46 @@ func packTile(p func(string, ...any)) {
 			p("\tPREFETCHT0 %s", a.Replace(wr(r, min(off, 143))))
 		}
 	}
-	for r := 0; r < 8; r++ {
-		p("\tVPINSRW $%d, %s, X0, X0", r, wr(r, 0))
-		p("\tVPINSRW $%d, %s, X1, X1", r, wr(r, 2))
+	// The first 16 bytes of rows k and k+4 (d, dmin, scales) in Y8+k.
+	for k := 0; k < 4; k++ {
+		p("\tVMOVDQU %s, X%d", wr(k, 0), 8+k)
+		p("\tVINSERTI128 $1, %s, Y%d, Y%d", wr(k+4, 0), 8+k, 8+k)
 	}
-	p("\tVMOVDQU X0, 0(DX)")
-	p("\tVMOVDQU X1, 16(DX)")
-	for r := 0; r < 8; r++ {
-		// scaleMinK4 as in the per-row kernels: bytes s0..s7, m0..m7.
-		p("\tVMOVDQU %s, X9", wr(r, 4))
-		p("\tVPSHUFB gk4idxA<>(SB), X9, X10")
-		p("\tVPAND gk4maskA<>(SB), X10, X10")
-		p("\tVPSRLW $4, X9, X11")
-		p("\tVPSHUFB gk4idxB<>(SB), X11, X11")
-		p("\tVPAND X15, X11, X11")
-		p("\tVPOR X11, X10, X10")
-		p("\tVPSRLW $2, X9, X11")
-		p("\tVPSHUFB gk4idxC<>(SB), X11, X11")
-		p("\tVPAND gk30<>(SB), X11, X11")
-		p("\tVPOR X11, X10, X10")
-		p("\tVPMOVZXBW X10, Y10") // words: s0..s7 | m0..m7
-		p("\tVPMOVZXWD X10, Y11") // dwords s0..s7
-		p("\tVPSLLD $16, Y11, Y12")
-		p("\tVPOR Y12, Y11, Y11")
-		p("\tVMOVDQU Y11, %d(SP)", 32*r)
-		p("\tVEXTRACTI128 $1, Y10, X12")
-		p("\tVMOVDQU X12, %d(SP)", 256+16*r)
+	// d and dmin: dword 0 of each, transposed, split into words.
+	for k := 0; k < 4; k++ {
+		p("\tVMOVDQA Y%d, Y%d", 8+k, k)
 	}
-	// Scales: dwords 0..3 then 4..7 of the rows, rows k and k+4 paired.
-	for h := 0; h < 2; h++ {
+	transpose4(p)
+	p("\tVPSHUFB gt4dd<>(SB), Y0, Y0") // lanes: d0..d3 dmin0..dmin3 | d4..d7 dmin4..dmin7
+	p("\tVPERMQ $0xd8, Y0, Y0")
+	p("\tVMOVDQU Y0, 0(DX)")
+	// scaleMinK4 of both lanes (as in the per-row kernels): bytes s0..s7,
+	// m0..m7 of each row.
+	for k := 0; k < 4; k++ {
+		d := fmt.Sprintf("Y%d", 8+k)
+		p("\tVPSHUFB gt4idxA<>(SB), %s, Y12", d)
+		p("\tVPAND gt4maskA<>(SB), Y12, Y12")
+		p("\tVPSRLW $4, %s, Y13", d)
+		p("\tVPSHUFB gt4idxB<>(SB), Y13, Y13")
+		p("\tVPAND Y15, Y13, Y13")
+		p("\tVPOR Y13, Y12, Y12")
+		p("\tVPSRLW $2, %s, Y13", d)
+		p("\tVPSHUFB gt4idxC<>(SB), Y13, Y13")
+		p("\tVPAND gk30<>(SB), Y13, Y13")
+		p("\tVPOR Y13, Y12, %s", d)
+	}
+	// Scales 0..3, 4..7 and the mins, each picked then transposed.
+	for _, o := range []struct {
+		idx string
+		off int
+	}{{"gt4sLo", tileOffScale}, {"gt4sHi", tileOffScale + 128}, {"gt4mins", tileOffMin}} {
 		for k := 0; k < 4; k++ {
-			p("\tVMOVDQU %d(SP), X%d", 32*k+16*h, k)
-			p("\tVINSERTI128 $1, %d(SP), Y%d, Y%d", 32*(k+4)+16*h, k, k)
+			p("\tVPSHUFB %s<>(SB), Y%d, Y%d", o.idx, 8+k, k)
 		}
 		transpose4(p)
 		for g := 0; g < 4; g++ {
-			p("\tVMOVDQU Y%d, %d(DX)", g, tileOffScale+32*(4*h+g))
+			p("\tVMOVDQU Y%d, %d(DX)", g, o.off+32*g)
 		}
-	}
-	for k := 0; k < 4; k++ {
-		p("\tVMOVDQU %d(SP), X%d", 256+16*k, k)
-		p("\tVINSERTI128 $1, %d(SP), Y%d, Y%d", 256+16*(k+4), k, k)
-	}
-	transpose4(p)
-	for g := 0; g < 4; g++ {
-		p("\tVMOVDQU Y%d, %d(DX)", g, tileOffMin+32*g)
 	}
 	// Quants: 32 bytes of each row hold sub-blocks 2q (low nibbles) and
 	// 2q+1 (high); 16 bytes at a time, transposed, then unpacked.
