@@ -30,8 +30,8 @@ const (
 	kDecRows  = 4
 
 	// Q4_K tiles (gemmQ4KTiles) are unpacked kTileChunk super-blocks at a
-	// time: about 10 KiB of tile, with up to q4kTileCols activation rows'
-	// 7 KiB beside it in L1.
+	// time: about 6 KiB of tile, with up to q4kTileCols activation rows'
+	// 7 KiB beside it in L1 (8 measured the same within the noise).
 	kTileChunk = 4
 )
 
@@ -41,8 +41,9 @@ const (
 var q4kTileMin = 10
 
 // q4kTileWidth is the most activation rows gemmQ4KTiles gives one tile
-// kernel call (at most q4kTileCols).
-var q4kTileWidth = q4kTileCols
+// kernel call (at most q4kTileCols). 6 fit the registers but measured
+// slower than 4 and 5, which measured alike (docs/kernels-kquant.md).
+var q4kTileWidth = 5
 
 // q4kTileBufs holds gemmQ4KTiles' unpacked tiles.
 var q4kTileBufs = sync.Pool{New: func() any { return new([kTileChunk * q4kTileBytes]byte) }}

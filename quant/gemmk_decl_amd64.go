@@ -84,7 +84,7 @@ var gemmKShapes = [...]struct {
 // q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows
 // (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.
 const (
-	q4kTileBytes = 2464
+	q4kTileBytes = 1440
 	q4kTileCols  = 6
 )
 

@@ -184,6 +184,7 @@ func tables(p func(string, ...any)) {
 	// From decoded bytes s0..s7, m0..m7: dwords s_j|s_j<<16 for j = 0..3
 	// and 4..7, and the words m0..m7; and the words d, dmin of 4 rows
 	// (dwords) as d0..d3, dmin0..dmin3.
+	bytes32("gt0f", [16]byte{15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15}, 0)
 	bytes32("gt4sLo", [16]byte{0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z}, 0)
 	bytes32("gt4sHi", [16]byte{4, z, 4, z, 5, z, 5, z, 6, z, 6, z, 7, z, 7, z}, 0)
 	bytes32("gt4mins", [16]byte{8, z, 9, z, 10, z, 11, z, 12, z, 13, z, 14, z, 15, z}, 0)
@@ -543,10 +544,15 @@ func reduce(p func(string, ...any), n int, out string) {
 //	0     the 8 rows' f16 d, then at 16 their f16 dmin
 //	32    scales: sub-block j at 32+32j, dword r = s(r,j) in both int16 halves
 //	288   mins: pair k at 288+32k, dword r = m(r,2k), m(r,2k+1)
-//	416   quants: sub-block j, group g at 416+256j+32g, dword r = row r's
-//	      values 4g..4g+3 of sub-block j, one byte each (0..15)
+//	416   quants: sub-blocks 2q and 2q+1, group g at 416+256q+32g, dword
+//	      r = row r's values 4g..4g+3 of sub-block 2q in the low nibbles
+//	      and of sub-block 2q+1 in the high ones
+//
+// The quants stay packed: the packer's stores, not its arithmetic, bound
+// it (one 32-byte store a cycle), and the kernels' unpacking (VPAND,
+// VPSRLW) runs on ports their multiplies leave free.
 const (
-	q4kTileBytes = 2464
+	q4kTileBytes = 1440
 	tileOffScale = 32
 	tileOffMin   = 288
 	tileOffQ     = 416
@@ -655,12 +661,7 @@ func packTile(p func(string, ...any)) {
 			}
 			transpose4(p)
 			for g := 0; g < 4; g++ {
-				grp := 4*h + g
-				p("\tVPAND Y15, Y%d, Y8", g)
-				p("\tVMOVDQU Y8, %d(DX)", tileOffQ+256*(2*q)+32*grp)
-				p("\tVPSRLW $4, Y%d, Y9", g)
-				p("\tVPAND Y15, Y9, Y9")
-				p("\tVMOVDQU Y9, %d(DX)", tileOffQ+256*(2*q+1)+32*grp)
+				p("\tVMOVDQU Y%d, %d(DX)", g, tileOffQ+256*q+32*(4*h+g))
 			}
 		}
 	}
@@ -682,7 +683,7 @@ func packTile(p func(string, ...any)) {
 //
 // Registers: SI the tile, CX super-blocks left, DI and R10 activation rows
 // 0 and 4, R8 arb, R9 3*arb, BX bp, DX bps, R11 y, R12 ys, AX the output
-// row. Y0..Y7 a sub-block's weights, Y8, Y9 products, Y10.. the int32
+// row. Y0..Y7 a sub-block's weights (unpacked from the tile), Y8, Y9 products, Y10.. the int32
 // sums (sumi) of the activation rows; in the float part Y0 d, Y1 dmin,
 // Y2..Y6 temporaries.
 func tileKernel(p func(string, ...any), c int) {
@@ -705,7 +706,11 @@ func tileKernel(p func(string, ...any), c int) {
 	p("loop_%s:", name)
 	for j := 0; j < 8; j++ {
 		for g := 0; g < 8; g++ {
-			p("\tVMOVDQU %d(SI), Y%d", tileOffQ+256*j+32*g, g)
+			p("\tVMOVDQU %d(SI), Y%d", tileOffQ+256*(j/2)+32*g, g)
+			if j%2 == 1 {
+				p("\tVPSRLW $4, Y%d, Y%d", g, g)
+			}
+			p("\tVPAND gt0f<>(SB), Y%d, Y%d", g, g)
 		}
 		for i := 0; i < c; i++ {
 			p("\tVPBROADCASTD %s, Y8", ac(i, 4+32*j))
