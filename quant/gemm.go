@@ -29,19 +29,12 @@ import (
 // gemmActs holds a batch of activation rows quantized to Q8_0 and laid out
 // for the gemm kernels, block-major: the 32 int8 values of block b of row i
 // at q[(b*n+i)*32:], and at side[(b*n+i)*2:] the block's float32 scale (as
-// bits) and its correction corr_b. For Q4_0 batches of gemmFlipRows or
-// more rows, u holds the same values plus 128 (q XOR 0x80, unsigned: the
-// AVX2 tile kernels' register operand); otherwise it is empty.
+// bits) and its correction corr_b.
 type gemmActs struct {
 	n, nb int
 	q     []byte
 	side  []uint32
-	u     []byte
 }
-
-// gemmFlipRows is the fewest activation rows for which MatMul fills
-// gemmActs.u for Q4_0 weights.
-const gemmFlipRows = 8
 
 // gemmCorrection is the multiple of Σa subtracted per block for weight type t
 // (the offset that makes its weights unsigned).
@@ -64,12 +57,6 @@ func (g *gemmActs) put(t Type, i int, src []byte) {
 		for j := range dst {
 			dst[j] = blk[2+j]
 			sum += int32(int8(blk[2+j]))
-		}
-		if len(g.u) > 0 {
-			u := (*[qk8_0]byte)(g.u[e*qk8_0:])
-			for j := range u {
-				u[j] = blk[2+j] ^ 0x80
-			}
 		}
 		g.side[2*e] = math.Float32bits(f16At(blk[0:]))
 		g.side[2*e+1] = uint32(-off * sum)

@@ -44,10 +44,6 @@ func typeIndex(t Type) int {
 func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
 	_ = p[(nb-1)*bs+bs-1]
 	_ = y[(c-1)*ys+panelRows-1]
-	if ti == 0 && c >= q4TileMin && len(a.u) >= len(a.q) {
-		avx2TileQ4(p, bs, b0, nb, a, i0, c, y, ys, pf)
-		return
-	}
 	// As few calls as the widest kernel allows, of even widths (16 rows
 	// go 4+4+4+4 rather than 5+5+5+1): each call unpacks the weights once.
 	calls := (c + avx2TileCols - 1) / avx2TileCols
@@ -58,44 +54,6 @@ func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []floa
 			avx2Half(ti, cc, &p[16*h], &p[32+32*h], bs, nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
 				&y[c0*ys+8*h], ys*int(unsafe.Sizeof(float32(0))), pf)
 			pf = 0
-		}
-	}
-}
-
-// q4TileMin is the fewest activation rows for which Q4_0 runs on the tile
-// kernels (avx2TileQ4; it needs gemmActs.u, so at least gemmFlipRows), and
-// q4TileWidth the most rows one tile kernel call takes (at most
-// q4TileCols); variables so that tests and benchmarks can vary them.
-var (
-	q4TileMin   = gemmFlipRows
-	q4TileWidth = q4TileCols
-)
-
-// q4TileChunk is how many blocks avx2TileQ4 unpacks at a time: 10 KiB of
-// tile beside up to q4TileCols activation rows' 3 KiB in L1.
-const q4TileChunk = 16
-
-// q4TileBufs holds avx2TileQ4's unpacked tiles.
-var q4TileBufs = sync.Pool{New: func() any { return new([q4TileChunk * q4TileBlockBytes]byte) }}
-
-// avx2TileQ4 is avx2Tile for Q4_0 on the tile kernels: the tile's blocks
-// are unpacked q4TileChunk at a time into signed bytes in L1, and every
-// activation row is applied to each chunk, at most q4TileWidth a call.
-func avx2TileQ4(p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
-	buf := q4TileBufs.Get().(*[q4TileChunk * q4TileBlockBytes]byte)
-	defer q4TileBufs.Put(buf)
-	_ = a.u[((b0+nb-1)*a.n+i0+c)*qk8_0-1]
-	_ = a.side[((b0+nb-1)*a.n+i0+c)*2-1]
-	calls := (c + q4TileWidth - 1) / q4TileWidth
-	for cb := 0; cb < nb; cb += q4TileChunk {
-		cnt := min(q4TileChunk, nb-cb)
-		packQ4_0AVX2Tile(&buf[0], &p[cb*bs], bs, cnt, pf)
-		for c0, j := 0, 0; c0 < c; j++ {
-			cc := c/calls + b2i(j < c%calls)
-			e := (b0+cb)*a.n + i0 + c0
-			q4Tile(cc, &buf[0], cnt, &a.u[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
-				&y[c0*ys], ys*int(unsafe.Sizeof(float32(0))))
-			c0 += cc
 		}
 	}
 }

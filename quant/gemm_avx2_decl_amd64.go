@@ -67,54 +67,6 @@ func packQ4_0AVX2(dst, src *byte, rb, nb int)
 //go:noescape
 func packQ8_0AVX2(dst, src *byte, rb, nb int)
 
-// q4TileBlockBytes is the size of one block of a Q4_0 tile (packQ4_0AVX2Tile),
-// and q4TileCols the most activation rows a tile kernel takes.
-const (
-	q4TileBlockBytes = 640
-	q4TileCols       = 6
-)
-
-//go:noescape
-func packQ4_0AVX2Tile(dst, p *byte, bs, nb, pf int)
-
-//go:noescape
-func gemmQ4_0AVX2Tile1(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)
-
-//go:noescape
-func gemmQ4_0AVX2Tile2(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)
-
-//go:noescape
-func gemmQ4_0AVX2Tile3(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)
-
-//go:noescape
-func gemmQ4_0AVX2Tile4(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)
-
-//go:noescape
-func gemmQ4_0AVX2Tile5(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)
-
-//go:noescape
-func gemmQ4_0AVX2Tile6(t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int)
-
-// q4Tile calls gemmQ4_0AVX2Tile<c>.
-func q4Tile(c int, t *byte, nb int, u *byte, us int, side *uint32, ss int, y *float32, ys int) {
-	switch c {
-	case 1:
-		gemmQ4_0AVX2Tile1(t, nb, u, us, side, ss, y, ys)
-	case 2:
-		gemmQ4_0AVX2Tile2(t, nb, u, us, side, ss, y, ys)
-	case 3:
-		gemmQ4_0AVX2Tile3(t, nb, u, us, side, ss, y, ys)
-	case 4:
-		gemmQ4_0AVX2Tile4(t, nb, u, us, side, ss, y, ys)
-	case 5:
-		gemmQ4_0AVX2Tile5(t, nb, u, us, side, ss, y, ys)
-	case 6:
-		gemmQ4_0AVX2Tile6(t, nb, u, us, side, ss, y, ys)
-	default:
-		panic("quant: no AVX2 Q4_0 tile kernel for this width")
-	}
-}
-
 // avx2Half calls gemm<t>AVX2x<c> (t is 0 for Q4_0, 1 for Q8_0).
 func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int) {
 	switch ti*16 + c {

@@ -163,10 +163,6 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 			g.n, g.nb = n, nb
 			g.q = grow(g.q, n*nb*qk8_0)
 			g.side = grow(g.side, 2*n*nb)
-			g.u = g.u[:0]
-			if m.Type == Q4_0 && n >= gemmFlipRows {
-				g.u = grow(g.u, n*nb*qk8_0)
-			}
 			j.g = g
 			j.panels = m.panelsFor(p)
 		}
