@@ -35,7 +35,7 @@ func TestGemmKCPUTime(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(53, 54))
-	for _, shape := range [][2]int{{2048, 2048}, {2048, 8192}} {
+	for _, shape := range [][2]int{{2048, 2048}, {8192, 2048}, {2048, 8192}} {
 		rows, cols := shape[0], shape[1]
 		for _, typ := range []Type{Q4_K, Q6_K} {
 			m, err := NewMatrix(typ, rows, cols, kWeights(t, rng, typ, rows, cols/qkK, "quantized"))
