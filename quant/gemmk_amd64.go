@@ -110,7 +110,7 @@ func gemmKAVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float
 // gemmQ4KTiles is gemmKAVX2 for Q4_K rows [lo, hi) (a multiple of 8 rows)
 // and n activation rows, on the tile kernels: each tile of 8 rows is
 // unpacked kTileChunk super-blocks at a time and every activation row is
-// applied to it, at most q4kTileCols per call. The kernels add into y
+// applied to it, at most q4kTileWidth per call. The kernels add into y
 // super-block by super-block in the twin's order, so y starts cleared and
 // the chunks change no bit.
 func gemmQ4KTiles(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
