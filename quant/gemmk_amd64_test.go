@@ -36,6 +36,29 @@ func BenchmarkGemmKKernels(b *testing.B) {
 			})
 		}
 	}
+	// The Q4_K tile kernels on one packed chunk of a tile of 8 rows (as
+	// gemmQ4KTiles runs them), and the packer.
+	const tb = kTileChunk
+	w := kWeights(b, rng, Q4_K, 8, tb, "quantized")
+	a := kActRows(rng, q4kTileCols, tb, "quantized")
+	tile := make([]byte, tb*q4kTileBytes)
+	bp := make([]int16, tb*q4kTileCols*8)
+	y := make([]float32, 8*q4kTileCols)
+	b.Run("Q4_K/pack", func(b *testing.B) {
+		for b.Loop() {
+			packQ4KTile(&tile[0], &w[0], tb*q4_KBytes, tb, 0)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tb*8), "ns/row-block")
+	})
+	for c := 1; c <= q4kTileCols; c++ {
+		b.Run(fmt.Sprintf("Q4_K/TileC%d", c), func(b *testing.B) {
+			f := q4kTileKernels[c-1]
+			for b.Loop() {
+				f(&tile[0], tb, &a[0], tb*q8_KBytes, &bp[0], q4kTileCols*16, &y[0], 32)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tb*8*c), "ns/pair-block")
+		})
+	}
 }
 
 // TestGemmKShapes holds every generated kernel, including shapes gemmKAVX2
@@ -177,6 +200,49 @@ func TestQuantizeQ8_KAVX2(t *testing.T) {
 				for i := range got {
 					if got[i] != want[i] {
 						t.Fatalf("%d blocks, trial %d: byte %d (block %d, offset %d) = %#x, Go %#x", nb, trial, i, i/q8_KBytes, i%q8_KBytes, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmKTileWidths holds the Q4_K tile path bit for bit against the Go
+// twin with every tile kernel width (not only the balanced widths
+// gemmQ4KTiles picks by default) and tiles used from 2 activation rows
+// on: chunks of the super-blocks whole and partial, tiles with a row tail
+// left to the per-row kernels, misaligned buffers, extreme and non-finite
+// data.
+func TestGemmKTileWidths(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	rng := rand.New(rand.NewPCG(59, 60))
+	defer func(m, w int) { q4kTileMin, q4kTileWidth = m, w }(q4kTileMin, q4kTileWidth)
+	q4kTileMin = 2
+	const rows, maxN = 27, 20
+	for _, kind := range []string{"quantized", "random", "max", "min", "nonfinite"} {
+		for _, nb := range []int{1, 3, kTileChunk, kTileChunk + 1, 2*kTileChunk + 1} {
+			rb, arb := nb*q4_KBytes, nb*q8_KBytes
+			off := rng.IntN(8)
+			w := misaligned(kWeights(t, rng, Q4_K, rows, nb, kind), off)
+			a := misaligned(kActRows(rng, maxN, nb, kind), 7-off)
+			want := make([]float32, maxN*rows)
+			gemmKGo(Q4_K, w, rb, 0, rows, a, arb, maxN, want, rows)
+			for width := 1; width <= q4kTileCols; width++ {
+				q4kTileWidth = width
+				for _, n := range []int{2, 3, 5, 6, 7, 11, 13, maxN} {
+					lo := rng.IntN(4)
+					hi := rows - rng.IntN(4)
+					y := make([]float32, n*rows)
+					gemmKAVX2(Q4_K, w, rb, lo, hi, a, arb, n, y, rows)
+					for i := 0; i < n; i++ {
+						for r := lo; r < hi; r++ {
+							if got, exp := y[i*rows+r], want[i*rows+r]; !sameFloat(got, exp) {
+								t.Fatalf("%s nb=%d width %d n=%d rows [%d,%d): y[%d][%d] = %v (%#x), Go twin %v (%#x)",
+									kind, nb, width, n, lo, hi, i, r, got, math.Float32bits(got), exp, math.Float32bits(exp))
+							}
+						}
 					}
 				}
 			}

@@ -24,7 +24,9 @@ func threadCPU() time.Duration {
 // TestGemmKCPUTime reports (it asserts nothing about speed) single-thread
 // MatMul throughput on Q4_K and Q6_K by the thread's CPU time rather than
 // the wall clock, which a shared machine makes noisy: dot (per-row
-// kernels) against gemmk, alternating, best of several rounds. Opt in with
+// kernels) against gemmk, alternating, best of several rounds; for Q4_K
+// batches gemmk is also run without its tiles ("rows": the per-row gemmK
+// kernels alone). Opt in with
 // SHADE_KQUANT_CPU=1 (and not -short).
 func TestGemmKCPUTime(t *testing.T) {
 	if testing.Short() || os.Getenv("SHADE_KQUANT_CPU") == "" {
@@ -33,7 +35,7 @@ func TestGemmKCPUTime(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(53, 54))
-	for _, shape := range [][2]int{{2048, 2048}, {2048, 8192}} {
+	for _, shape := range [][2]int{{2048, 2048}, {8192, 2048}, {2048, 8192}} {
 		rows, cols := shape[0], shape[1]
 		for _, typ := range []Type{Q4_K, Q6_K} {
 			m, err := NewMatrix(typ, rows, cols, kWeights(t, rng, typ, rows, cols/qkK, "quantized"))
@@ -45,11 +47,18 @@ func TestGemmKCPUTime(t *testing.T) {
 				y := make([]float32, n*rows)
 				var buf Scratch
 				best := map[string]time.Duration{}
+				modes := []string{"dot", "gemmk"}
+				if typ == Q4_K && n >= q4kTileMin {
+					modes = append(modes, "rows")
+				}
 				for round := 0; round < 3; round++ {
-					for _, mode := range []string{"dot", "gemmk"} {
-						saved := k.gemmK
-						if mode == "dot" {
+					for _, mode := range modes {
+						saved, savedMin := k.gemmK, q4kTileMin
+						switch mode {
+						case "dot":
 							k.gemmK = nil
+						case "rows":
+							q4kTileMin = 1 << 30
 						}
 						MatMul(nil, m, x, n, y, &buf)
 						// At least 100ms of CPU time: getrusage counts in ticks.
@@ -58,16 +67,86 @@ func TestGemmKCPUTime(t *testing.T) {
 							MatMul(nil, m, x, n, y, &buf)
 						}
 						d := (threadCPU() - t0) / time.Duration(reps)
-						k.gemmK = saved
+						k.gemmK, q4kTileMin = saved, savedMin
 						if b, ok := best[mode]; !ok || d < b {
 							best[mode] = d
 						}
 					}
 				}
 				gmac := func(d time.Duration) float64 { return float64(rows*cols*n) / d.Seconds() / 1e9 }
-				fmt.Printf("%v %dx%d n=%-2d  dot %6.2f GMAC/s  gemmk %6.2f GMAC/s  (%.2fx)\n", typ, rows, cols, n,
+				fmt.Printf("%v %dx%d n=%-2d  dot %6.2f GMAC/s  gemmk %6.2f GMAC/s  (%.2fx)", typ, rows, cols, n,
 					gmac(best["dot"]), gmac(best["gemmk"]), float64(best["dot"])/float64(best["gemmk"]))
+				if r, ok := best["rows"]; ok {
+					fmt.Printf("  without tiles %6.2f GMAC/s (tiles %.2fx)", gmac(r), float64(r)/float64(best["gemmk"]))
+				}
+				fmt.Println()
 			}
 		}
+	}
+}
+
+// cpuPerCall is f's CPU time per call on this thread in ns, over at least
+// 20ms of CPU (in runs of 100 calls: getrusage costs a system call).
+func cpuPerCall(f func()) float64 {
+	reps0 := 100
+	f()
+	t0, reps := threadCPU(), 0
+	for threadCPU()-t0 < 20*time.Millisecond {
+		for range reps0 {
+			f()
+		}
+		reps += reps0
+	}
+	return float64((threadCPU() - t0).Nanoseconds()) / float64(reps)
+}
+
+// TestGemmKKernelsCPUTime reports (it asserts nothing) the CPU time of the
+// Q4_K kernels alone, in L1, per pair-block (one weight row by one
+// activation row by one super-block, 256 multiply-adds): the per-row R1C8
+// kernel against the tile kernels on a packed chunk, and the packer per row
+// and super-block, rounds alternating. Opt in with SHADE_KQUANT_CPU=1.
+func TestGemmKKernelsCPUTime(t *testing.T) {
+	if testing.Short() || os.Getenv("SHADE_KQUANT_CPU") == "" {
+		t.Skip("opt in with SHADE_KQUANT_CPU=1")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(57, 58))
+	const tb = kTileChunk
+	w := kWeights(t, rng, Q4_K, 8, tb, "quantized")
+	a := kActRows(rng, 8, tb, "quantized")
+	tile := make([]byte, tb*q4kTileBytes)
+	bp := make([]int16, tb*8*8)
+	y := make([]float32, 64)
+	rb, arb := tb*q4_KBytes, tb*q8_KBytes
+	packQ4KTile(&tile[0], &w[0], rb, tb, 0)
+	best := map[string]float64{}
+	names := []string{"R1C8", "pack"}
+	for c := 1; c <= q4kTileCols; c++ {
+		names = append(names, fmt.Sprintf("TileC%d", c))
+	}
+	for round := 0; round < 5; round++ {
+		for _, name := range names {
+			var f func()
+			var pairs int
+			switch name {
+			case "R1C8":
+				f, pairs = func() { gemmQ4KR1C8(&w[0], rb, &a[0], arb, tb, &y[0], 8) }, tb*8
+			case "pack":
+				f, pairs = func() { packQ4KTile(&tile[0], &w[0], rb, tb, 0) }, tb*8
+			default:
+				var c int
+				fmt.Sscanf(name, "TileC%d", &c)
+				kern := q4kTileKernels[c-1]
+				f, pairs = func() { kern(&tile[0], tb, &a[0], arb, &bp[0], 8*16, &y[0], 32) }, tb*8*c
+			}
+			d := cpuPerCall(f) / float64(pairs)
+			if b, ok := best[name]; !ok || d < b {
+				best[name] = d
+			}
+		}
+	}
+	for _, name := range names {
+		fmt.Printf("Q4_K %-7s %5.2f ns per pair-block (pack: per row-block)\n", name, best[name])
 	}
 }

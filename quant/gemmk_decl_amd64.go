@@ -80,3 +80,41 @@ var gemmKShapes = [...]struct {
 	{2, 1, gemmQ4KR2C1, gemmQ6KR2C1},
 	{4, 1, gemmQ4KR4C1, gemmQ6KR4C1},
 }
+
+// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows
+// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.
+const (
+	q4kTileBytes = 1440
+	q4kTileCols  = 6
+)
+
+//go:noescape
+func packQ4KTile(dst, w *byte, rb, nb, pf int)
+
+//go:noescape
+func gemmQ4KTileC1(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4KTileC2(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4KTileC3(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4KTileC4(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4KTileC5(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4KTileC6(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+
+// q4kTileKernels[c-1] is gemmQ4KTileC<c>.
+var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){
+	gemmQ4KTileC1,
+	gemmQ4KTileC2,
+	gemmQ4KTileC3,
+	gemmQ4KTileC4,
+	gemmQ4KTileC5,
+	gemmQ4KTileC6,
+}

@@ -58,6 +58,10 @@ func main() {
 			kernel(p, typ, s[0], s[1])
 		}
 	}
+	packTile(p)
+	for c := 1; c <= tileCols; c++ {
+		tileKernel(p, c)
+	}
 	write("quant/gemmk_amd64.s", b.String())
 
 	var d strings.Builder
@@ -72,6 +76,16 @@ func main() {
 	d.WriteString("var gemmKShapes = [...]struct {\n\tr, c     int\n\tq4k, q6k func(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)\n}{\n")
 	for _, s := range shapes {
 		fmt.Fprintf(&d, "\t{%d, %d, gemmQ4KR%dC%d, gemmQ6KR%dC%d},\n", s[0], s[1], s[0], s[1], s[0], s[1])
+	}
+	d.WriteString("}\n")
+	fmt.Fprintf(&d, "\n// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows\n// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.\nconst (\n\tq4kTileBytes = %d\n\tq4kTileCols  = %d\n)\n", q4kTileBytes, tileCols)
+	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb, pf int)\n")
+	for c := 1; c <= tileCols; c++ {
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
+	}
+	d.WriteString("\n// q4kTileKernels[c-1] is gemmQ4KTileC<c>.\nvar q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){\n")
+	for c := 1; c <= tileCols; c++ {
+		fmt.Fprintf(&d, "\tgemmQ4KTileC%d,\n", c)
 	}
 	d.WriteString("}\n")
 	write("quant/gemmk_decl_amd64.go", d.String())
@@ -146,6 +160,35 @@ func tables(p func(string, ...any)) {
 	bytes16("gk4maskA", [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0})
 	bytes16("gk4idxB", [16]byte{z, z, z, z, z, z, z, z, z, z, z, z, 8, 9, 10, 11})
 	bytes16("gk4idxC", [16]byte{z, z, z, z, 0, 1, 2, 3, z, z, z, z, 4, 5, 6, 7})
+	// The tile packer decodes two rows' scales at once, one per 128-bit
+	// lane, from 16 bytes loaded at the super-block's start (the scales
+	// at 4..15): the same picks, 4 bytes later, in both lanes.
+	bytes32 := func(name string, b [16]byte, shift byte) {
+		for q := 0; q < 4; q++ {
+			var v uint64
+			for i := 0; i < 8; i++ {
+				x := b[(8*q+i)%16]
+				if x != z && shift > 0 {
+					x += shift
+				}
+				v |= uint64(x) << (8 * i)
+			}
+			p("DATA %s<>+0x%02x(SB)/8, $0x%016x", name, 8*q, v)
+		}
+		p("GLOBL %s<>(SB), RODATA|NOPTR, $32", name)
+	}
+	bytes32("gt4idxA", [16]byte{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, z, z, z, z}, 4)
+	bytes32("gt4maskA", [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0}, 0)
+	bytes32("gt4idxB", [16]byte{z, z, z, z, z, z, z, z, z, z, z, z, 8, 9, 10, 11}, 4)
+	bytes32("gt4idxC", [16]byte{z, z, z, z, 0, 1, 2, 3, z, z, z, z, 4, 5, 6, 7}, 4)
+	// From decoded bytes s0..s7, m0..m7: dwords s_j|s_j<<16 for j = 0..3
+	// and 4..7, and the words m0..m7; and the words d, dmin of 4 rows
+	// (dwords) as d0..d3, dmin0..dmin3.
+	bytes32("gt0f", [16]byte{15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15}, 0)
+	bytes32("gt4sLo", [16]byte{0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z}, 0)
+	bytes32("gt4sHi", [16]byte{4, z, 4, z, 5, z, 5, z, 6, z, 6, z, 7, z, 7, z}, 0)
+	bytes32("gt4mins", [16]byte{8, z, 9, z, 10, z, 11, z, 12, z, 13, z, 14, z, 15, z}, 0)
+	bytes32("gt4dd", [16]byte{0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}, 0)
 	p("")
 	p("// gk30<> is 32 bytes of 0x30, the bits 4 and 5 of Q6_K values.")
 	for q := 0; q < 4; q++ {
@@ -485,4 +528,243 @@ func reduce(p func(string, ...any), n int, out string) {
 	p("\tVPERM2I128 $0x20, Y13, Y12, Y14")
 	p("\tVPERM2I128 $0x31, Y13, Y12, Y12")
 	p("\tVPADDD Y14, Y12, %s", out)
+}
+
+// The Q4_K tile kernels (batches of kTileMin or more activation rows). The
+// per-row kernels above pay a VPMADDWD by the scale for every 32 values of
+// every pair; here 8 weight rows are first unpacked into an L1 buffer laid
+// out as a row panel (the lanes of a register are the 8 rows), so that the
+// eight VPMADDUBSW of a sub-block add in int16 (at most 8·2·15·128 = 30720
+// in magnitude) and one VPMADDWD by the rows' scales widens and scales them
+// together, as the Q4_0 panel kernels do. The integer sums stay exact and
+// the float32 part is the twin's, lane by lane.
+//
+// Tile layout, per super-block (q4kTileBytes):
+//
+//	0     the 8 rows' f16 d, then at 16 their f16 dmin
+//	32    scales: sub-block j at 32+32j, dword r = s(r,j) in both int16 halves
+//	288   mins: pair k at 288+32k, dword r = m(r,2k), m(r,2k+1)
+//	416   quants: sub-blocks 2q and 2q+1, group g at 416+256q+32g, dword
+//	      r = row r's values 4g..4g+3 of sub-block 2q in the low nibbles
+//	      and of sub-block 2q+1 in the high ones
+//
+// The quants stay packed: the packer's stores, not its arithmetic, bound
+// it (one 32-byte store a cycle), and the kernels' unpacking (VPAND,
+// VPSRLW) runs on ports their multiplies leave free.
+const (
+	q4kTileBytes = 1440
+	tileOffScale = 32
+	tileOffMin   = 288
+	tileOffQ     = 416
+	// tileCols is the most activation rows a tile kernel takes: 8 weight
+	// registers, two temporaries and tileCols int32 accumulators.
+	tileCols = 6
+)
+
+// transpose4 transposes the 4x4 dwords of each 128-bit lane of Y0..Y3
+// (through Y4..Y7) back into Y0..Y3: with rows k and k+4 in the low and
+// high lanes of Yk, Yg ends with dword g of rows 0..7.
+func transpose4(p func(string, ...any)) {
+	p("\tVPUNPCKLDQ Y1, Y0, Y4")
+	p("\tVPUNPCKHDQ Y1, Y0, Y5")
+	p("\tVPUNPCKLDQ Y3, Y2, Y6")
+	p("\tVPUNPCKHDQ Y3, Y2, Y7")
+	p("\tVPUNPCKLQDQ Y6, Y4, Y0")
+	p("\tVPUNPCKHQDQ Y6, Y4, Y1")
+	p("\tVPUNPCKLQDQ Y7, Y5, Y2")
+	p("\tVPUNPCKHQDQ Y7, Y5, Y3")
+}
+
+// packTile writes packQ4KTile(dst, w *byte, rb, nb, pf int): nb
+// super-blocks of the 8 rows at w (rb bytes apart) into tile layout at dst,
+// prefetching each row's bytes pf ahead of the super-block it reads (the
+// caller points pf at the next chunk, or at the next tile's first): the
+// weights come from memory, and without it the packer waits for them.
+//
+// Registers: SI row 0, R13 row 4, R11 rb, R12 3*rb, DX dst, CX super-blocks
+// left, R14 pf, AX and BX rows 0 and 4 plus pf, Y15 bytes 0x0f, Y8..Y11
+// the first 16 bytes of rows k and k+4 (then their decoded scales), Y12
+// and Y13 temporaries, Y0..Y7 the transposes.
+func packTile(p func(string, ...any)) {
+	name := "packQ4KTile"
+	p("")
+	p("// func %s(dst, w *byte, rb, nb, pf int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	p("\tMOVQ dst+0(FP), DX")
+	p("\tMOVQ w+8(FP), SI")
+	p("\tMOVQ rb+16(FP), R11")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tMOVQ pf+32(FP), R14")
+	p("\tLEAQ (R11)(R11*2), R12")
+	p("\tLEAQ (SI)(R11*4), R13")
+	p("\tMOVL $0x0f0f0f0f, AX")
+	p("\tVMOVD AX, X15")
+	p("\tVPBROADCASTD X15, Y15")
+	p("")
+	p("loop_%s:", name)
+	p("\tLEAQ (SI)(R14*1), AX")
+	p("\tLEAQ (R13)(R14*1), BX")
+	for r := 0; r < 8; r++ {
+		a := strings.NewReplacer("SI", "AX", "R13", "BX")
+		for off := 0; off < 144+63; off += 64 {
+			p("\tPREFETCHT0 %s", a.Replace(wr(r, min(off, 143))))
+		}
+	}
+	// The first 16 bytes of rows k and k+4 (d, dmin, scales) in Y8+k.
+	for k := 0; k < 4; k++ {
+		p("\tVMOVDQU %s, X%d", wr(k, 0), 8+k)
+		p("\tVINSERTI128 $1, %s, Y%d, Y%d", wr(k+4, 0), 8+k, 8+k)
+	}
+	// d and dmin: dword 0 of each, transposed, split into words.
+	for k := 0; k < 4; k++ {
+		p("\tVMOVDQA Y%d, Y%d", 8+k, k)
+	}
+	transpose4(p)
+	p("\tVPSHUFB gt4dd<>(SB), Y0, Y0") // lanes: d0..d3 dmin0..dmin3 | d4..d7 dmin4..dmin7
+	p("\tVPERMQ $0xd8, Y0, Y0")
+	p("\tVMOVDQU Y0, 0(DX)")
+	// scaleMinK4 of both lanes (as in the per-row kernels): bytes s0..s7,
+	// m0..m7 of each row.
+	for k := 0; k < 4; k++ {
+		d := fmt.Sprintf("Y%d", 8+k)
+		p("\tVPSHUFB gt4idxA<>(SB), %s, Y12", d)
+		p("\tVPAND gt4maskA<>(SB), Y12, Y12")
+		p("\tVPSRLW $4, %s, Y13", d)
+		p("\tVPSHUFB gt4idxB<>(SB), Y13, Y13")
+		p("\tVPAND Y15, Y13, Y13")
+		p("\tVPOR Y13, Y12, Y12")
+		p("\tVPSRLW $2, %s, Y13", d)
+		p("\tVPSHUFB gt4idxC<>(SB), Y13, Y13")
+		p("\tVPAND gk30<>(SB), Y13, Y13")
+		p("\tVPOR Y13, Y12, %s", d)
+	}
+	// Scales 0..3, 4..7 and the mins, each picked then transposed.
+	for _, o := range []struct {
+		idx string
+		off int
+	}{{"gt4sLo", tileOffScale}, {"gt4sHi", tileOffScale + 128}, {"gt4mins", tileOffMin}} {
+		for k := 0; k < 4; k++ {
+			p("\tVPSHUFB %s<>(SB), Y%d, Y%d", o.idx, 8+k, k)
+		}
+		transpose4(p)
+		for g := 0; g < 4; g++ {
+			p("\tVMOVDQU Y%d, %d(DX)", g, o.off+32*g)
+		}
+	}
+	// Quants: 32 bytes of each row hold sub-blocks 2q (low nibbles) and
+	// 2q+1 (high); 16 bytes at a time, transposed, then unpacked.
+	for q := 0; q < 4; q++ {
+		for h := 0; h < 2; h++ {
+			for k := 0; k < 4; k++ {
+				p("\tVMOVDQU %s, X%d", wr(k, 16+32*q+16*h), k)
+				p("\tVINSERTI128 $1, %s, Y%d, Y%d", wr(k+4, 16+32*q+16*h), k, k)
+			}
+			transpose4(p)
+			for g := 0; g < 4; g++ {
+				p("\tVMOVDQU Y%d, %d(DX)", g, tileOffQ+256*q+32*(4*h+g))
+			}
+		}
+	}
+	p("\tADDQ $144, SI")
+	p("\tADDQ $144, R13")
+	p("\tADDQ $%d, DX", q4kTileBytes)
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// tileKernel writes gemmQ4KTileC<c>(t *byte, nb int, a *byte, arb int, bp
+// *int16, bps int, y *float32, ys int): nb super-blocks of a packed tile
+// at t by c Q8_K activation rows (arb bytes apart), adding each output
+// (row r, activation i) into y[i*ys/4 + r]. bp holds, per super-block
+// (bps bytes apart) and activation row (16 bytes apart), the int16 sums
+// bsum[2j]+bsum[2j+1], j = 0..7, against which the mins are taken off.
+//
+// Registers: SI the tile, CX super-blocks left, DI and R10 activation rows
+// 0 and 4, R8 arb, R9 3*arb, BX bp, DX bps, R11 y, R12 ys, AX the output
+// row. Y0..Y7 a sub-block's weights (unpacked from the tile), Y8, Y9 products, Y10.. the int32
+// sums (sumi) of the activation rows; in the float part Y0 d, Y1 dmin,
+// Y2..Y6 temporaries.
+func tileKernel(p func(string, ...any), c int) {
+	name := fmt.Sprintf("gemmQ4KTileC%d", c)
+	acc := func(i int) string { return fmt.Sprintf("Y%d", 10+i) }
+	p("")
+	p("// func %s(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ t+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ a+16(FP), DI")
+	p("\tMOVQ arb+24(FP), R8")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tLEAQ (DI)(R8*4), R10")
+	p("\tMOVQ bp+32(FP), BX")
+	p("\tMOVQ bps+40(FP), DX")
+	p("\tMOVQ y+48(FP), R11")
+	p("\tMOVQ ys+56(FP), R12")
+	p("")
+	p("loop_%s:", name)
+	for j := 0; j < 8; j++ {
+		for g := 0; g < 8; g++ {
+			p("\tVMOVDQU %d(SI), Y%d", tileOffQ+256*(j/2)+32*g, g)
+			if j%2 == 1 {
+				p("\tVPSRLW $4, Y%d, Y%d", g, g)
+			}
+			p("\tVPAND gt0f<>(SB), Y%d, Y%d", g, g)
+		}
+		for i := 0; i < c; i++ {
+			p("\tVPBROADCASTD %s, Y8", ac(i, 4+32*j))
+			p("\tVPMADDUBSW Y8, Y0, Y8")
+			for g := 1; g < 8; g++ {
+				p("\tVPBROADCASTD %s, Y9", ac(i, 4+32*j+4*g))
+				p("\tVPMADDUBSW Y9, Y%d, Y9", g)
+				p("\tVPADDW Y9, Y8, Y8")
+			}
+			if j == 0 {
+				p("\tVPMADDWD %d(SI), Y8, %s", tileOffScale, acc(i))
+			} else {
+				p("\tVPMADDWD %d(SI), Y8, Y8", tileOffScale+32*j)
+				p("\tVPADDD Y8, %s, %s", acc(i), acc(i))
+			}
+		}
+	}
+	// sum += d*dy*float32(sumi); sum -= dmin*dy*float32(sumMins), with
+	// the twin's roundings.
+	p("\tVCVTPH2PS 0(SI), Y0")
+	p("\tVCVTPH2PS 16(SI), Y1")
+	p("\tMOVQ R11, AX")
+	for i := 0; i < c; i++ {
+		for k := 0; k < 4; k++ {
+			t := "Y2"
+			if k > 0 {
+				t = "Y3"
+			}
+			p("\tVPBROADCASTD %d(BX), %s", 16*i+4*k, t)
+			p("\tVPMADDWD %d(SI), %s, %s", tileOffMin+32*k, t, t)
+			if k > 0 {
+				p("\tVPADDD Y3, Y2, Y2")
+			}
+		}
+		p("\tVBROADCASTSS %s, Y3", ac(i, 0))
+		p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
+		p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
+		p("\tVCVTDQ2PS %s, Y6", acc(i))
+		p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
+		p("\tVADDPS (AX), Y4, Y4")
+		p("\tVCVTDQ2PS Y2, Y2")
+		p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
+		p("\tVSUBPS Y5, Y4, Y4")
+		p("\tVMOVUPS Y4, (AX)")
+		if i < c-1 {
+			p("\tADDQ R12, AX")
+		}
+	}
+	p("\tADDQ $%d, SI", q4kTileBytes)
+	p("\tADDQ $292, DI")
+	p("\tADDQ $292, R10")
+	p("\tADDQ DX, BX")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
 }
