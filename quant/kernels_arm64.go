@@ -64,22 +64,6 @@ func archKernels() []kernelSet {
 	return sets
 }
 
-// CPUFeatures names the CPU features the kernel sets depend on that this
-// CPU has, for logs and benchmarks.
-func CPUFeatures() []string {
-	var f []string
-	for _, x := range []struct {
-		name string
-		ok   bool
-	}{{"asimd", cpu.ARM64.HasASIMD}, {"asimddp", cpu.ARM64.HasASIMDDP}, {"i8mm", cpu.ARM64.HasI8MM},
-		{"fphp", cpu.ARM64.HasFPHP}, {"asimdhp", cpu.ARM64.HasASIMDHP}, {"sve", cpu.ARM64.HasSVE}} {
-		if x.ok {
-			f = append(f, x.name)
-		}
-	}
-	return f
-}
-
 // The wrappers below have the signatures and semantics of the Go twins in
 // dot.go (as compiled for arm64): nb whole weight blocks from len(w), a
 // holding at least nb activation blocks (checked here, since the assembly

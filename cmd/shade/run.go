@@ -105,6 +105,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	// Here, once the budget has placed the layers.
 	if e.Repack(); *showStats {
+		printKernels(stderr)
 		printPanelStats(stderr, e)
 	}
 
