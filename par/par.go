@@ -8,6 +8,16 @@
 // loop takes, so workers that have just finished a chunk keep polling for
 // the next loop for a short while (spinWait) before they park, as ggml's
 // thread pool does; back-to-back loops then start at once.
+//
+// Each hand-off between two goroutines (a job to a worker that may be
+// parking, a helper's finish to a caller that may be parking) is one atomic
+// read-modify-write on one word that both sides change, so exactly one side
+// sees the other and no wake-up can be lost. A flag-per-side hand-off ("I
+// store mine, then load yours") is correct under Go's sequentially
+// consistent atomics but needs store→load ordering between two locations,
+// the one ordering weakly ordered machines and emulators relax first:
+// qemu-user 7.2 on x86 runs arm64's STLR-then-LDAR without it, and such a
+// pool deadlocked there.
 package par
 
 import (
@@ -31,37 +41,44 @@ const spinWait = 50 * time.Microsecond
 type Pool struct {
 	threads int
 	workers []*worker
-	l       loop // the loop in flight, reused by every call
-	closing atomic.Bool
+	l       loop          // the loop in flight, reused by every call
 	exited  chan struct{} // one receive per worker that has exited
 	closed  bool
 }
 
-// worker is one persistent goroutine. The caller hands it a loop through job
-// and, if the worker has parked, a token on wake.
+// worker is one persistent goroutine. job is its whole state: nil while it
+// is idle, parked once it has committed to sleeping, or the loop to run
+// (exiting to stop). The caller swaps a loop in; if it swapped parked out,
+// the worker is asleep or about to be, and gets exactly one token on wake.
 type worker struct {
-	job    atomic.Pointer[loop]
-	parked atomic.Bool
-	wake   chan struct{} // buffered 1
+	job  atomic.Pointer[loop]
+	wake chan struct{} // buffered 1; at most one token, one per park
 }
+
+// parked and exiting are sentinel values of worker.job.
+var parked, exiting loop
 
 // loop is one For call: the range, its split into chunks, and the chunks not
 // yet claimed. Participants claim chunks with an atomic counter, so a worker
 // that starts late finds its share already done by the others.
 type loop struct {
-	fn      func(lo, hi int)
-	n       int
-	grain   int
-	grains  int // ceil(n / grain)
-	chunks  int
-	next    atomic.Int64  // next chunk index to claim
-	pending atomic.Int32  // helpers that have not finished
-	waiting atomic.Bool   // the caller has parked on done
-	done    chan struct{} // buffered 1; wakes a parked caller
-	panicv  atomic.Pointer[panicValue]
+	fn     func(lo, hi int)
+	n      int
+	grain  int
+	grains int // ceil(n / grain)
+	chunks int
+	next   atomic.Int64 // next chunk index to claim
+	// state counts the helpers that have not finished, with waitBit set
+	// once the caller has committed to parking on done.
+	state  atomic.Int32
+	done   chan struct{} // buffered 1; wakes a parked caller
+	panicv atomic.Pointer[panicValue]
 }
 
 type panicValue struct{ v any }
+
+// waitBit in loop.state marks a caller parked on loop.done.
+const waitBit = 1 << 30
 
 // MaxThreads is the most threads a pool should have: 4 per CPU. Workers
 // spin between loops, so beyond the CPUs they only take turns, and each
@@ -97,15 +114,17 @@ func (p *Pool) work(w *worker) {
 	for {
 		idleSince := time.Now()
 		for spins := 0; ; spins++ {
-			if l := w.job.Load(); l != nil {
-				w.job.Store(nil)
+			if w.job.Load() != nil {
+				// Only the caller stores a loop, and only into an idle or
+				// parked worker, so this takes what the load saw.
+				l := w.job.Swap(nil)
+				if l == &exiting {
+					return
+				}
 				l.runCatching()
 				l.finish()
 				idleSince = time.Now()
 				continue
-			}
-			if p.closing.Load() {
-				return
 			}
 			if spins%64 == 63 {
 				if time.Since(idleSince) > spinWait {
@@ -116,13 +135,13 @@ func (p *Pool) work(w *worker) {
 				runtime.Gosched()
 			}
 		}
-		// Park. The caller stores the job before reading parked, and we set
-		// parked before re-reading the job, so one of us sees the other.
-		w.parked.Store(true)
-		if w.job.Load() == nil && !p.closing.Load() {
+		// Park, unless a loop arrived since the last look: then the swap
+		// fails and the next poll takes it. Once parked is in, the caller's
+		// swap takes it out and sends the token, so the loop is in job when
+		// the token is received.
+		if w.job.CompareAndSwap(nil, &parked) {
 			<-w.wake
 		}
-		w.parked.Store(false)
 	}
 }
 
@@ -162,15 +181,9 @@ func (p *Pool) ForGrain(n, grain int, fn func(lo, hi int)) {
 	l.next.Store(0)
 	l.panicv.Store(nil)
 	helpers := p.workers[:chunks-1]
-	l.pending.Store(int32(len(helpers)))
+	l.state.Store(int32(len(helpers)))
 	for _, w := range helpers {
-		w.job.Store(l)
-		if w.parked.Load() {
-			select {
-			case w.wake <- struct{}{}:
-			default: // a token is already waiting
-			}
-		}
+		w.post(l)
 	}
 	l.runCatching()
 	l.wait()
@@ -180,13 +193,21 @@ func (p *Pool) ForGrain(n, grain int, fn func(lo, hi int)) {
 	}
 }
 
+// post hands l to w, waking it if it has parked. The worker takes each
+// token before it can park again, so the send never blocks for long.
+func (w *worker) post(l *loop) {
+	if w.job.Swap(l) == &parked {
+		w.wake <- struct{}{}
+	}
+}
+
 // wait returns once every helper has finished. The helpers have claimed or
 // finished the other chunks, so it polls for spinWait, which costs less than
 // parking and being woken, then parks in case a helper is held up (a busy
 // machine, or more threads than cores).
 func (l *loop) wait() {
 	start := time.Now()
-	for spins := 0; l.pending.Load() != 0; spins++ {
+	for spins := 0; l.state.Load() != 0; spins++ {
 		if spins%64 == 63 {
 			if time.Since(start) > spinWait {
 				break
@@ -194,22 +215,18 @@ func (l *loop) wait() {
 			runtime.Gosched()
 		}
 	}
-	l.waiting.Store(true)
-	// A token left by an earlier loop only costs one more check.
-	for l.pending.Load() != 0 {
+	// Either the last helper's decrement comes after this, sees waitBit
+	// and sends the token, or it came before and this sees a zero count.
+	if l.state.Or(waitBit) != 0 {
 		<-l.done
 	}
-	l.waiting.Store(false)
 }
 
 // finish is a helper's last act in a loop: count itself out and wake the
 // caller if it has parked.
 func (l *loop) finish() {
-	if l.pending.Add(-1) == 0 && l.waiting.Load() {
-		select {
-		case l.done <- struct{}{}:
-		default:
-		}
+	if l.state.Add(-1) == waitBit {
+		l.done <- struct{}{}
 	}
 }
 
@@ -246,12 +263,8 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	p.closing.Store(true)
 	for _, w := range p.workers {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.post(&exiting)
 	}
 	for range p.workers {
 		<-p.exited

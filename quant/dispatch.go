@@ -67,25 +67,34 @@ var genericKernels = kernelSet{
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and
 // the per-architecture sets this CPU can run, worst to best ("avx2",
-// "avx512" on amd64; an arm64 port adds "asimd", "dotprod", "i8mm"). The
-// best one is in use unless UseKernels or the environment variable
-// SHADE_KERNELS (read at package init) names another.
+// "avx512" on amd64; "asimd", "dotprod", "i8mm" on arm64). The best one is
+// in use unless UseKernels or the environment variable SHADE_KERNELS (read
+// once, at package init) names another.
+//
+// The choice is made once, by selectKernels from this file's init, the
+// package's only kernel-selecting init. Everything it reads is ready by
+// then whatever the file order, because Go initializes every package-level
+// variable before running any init:
+//
+//   - archKernels (one per architecture: kernels_amd64.go, kernels_arm64.go,
+//     and kernels_other.go returning none) gives the sets this CPU can run,
+//     worst to best, after checking its features with golang.org/x/sys/cpu;
+//     entries a set does not accelerate stay generic;
+//   - archHooks add kernels to those sets; a file registers one from a
+//     package-level variable's initializer (var _ = archHook(...)), never
+//     from an init. A hook that only suits some sets tests s.name.
 
-// archBases are the per-architecture sets this CPU can run, worst to best,
-// before hooks. A per-architecture file (for example kernels_amd64.go,
-// built under "amd64 && !noasm && gc", with a negated twin that leaves this
-// empty) appends to it from its init after checking CPU features with
-// golang.org/x/sys/cpu, then calls UseGeneric(false); entries a set does
-// not accelerate stay generic.
-var archBases []kernelSet
-
-// archHooks add kernels to the per-architecture sets: every rebuild applies
-// them in order to a copy of each of archBases (a hook that only suits some
-// sets tests s.name). Per-architecture files append to it from their init,
-// whatever order those run in, then call UseGeneric(false).
+// archHooks are applied in order to a copy of each of archKernels' sets.
 var archHooks []func(*kernelSet)
 
-// archSets is archBases with the hooks applied.
+// archHook registers h in archHooks. It returns true, so that a file can
+// call it from a package-level variable's initializer.
+func archHook(h func(*kernelSet)) bool {
+	archHooks = append(archHooks, h)
+	return true
+}
+
+// archSets is archKernels() with the hooks applied.
 var archSets []kernelSet
 
 // k is the kernel set in use.
@@ -97,12 +106,28 @@ var envKernelsErr error
 // KernelsEnv is the environment variable naming the kernel set to use.
 const KernelsEnv = "SHADE_KERNELS"
 
-func init() { UseGeneric(false) }
+func init() { selectKernels() }
+
+// selectKernels builds the sets and picks the default one: the set
+// SHADE_KERNELS names if it is valid, else the best for this machine.
+func selectKernels() {
+	rebuild()
+	k = &genericKernels
+	if len(archSets) > 0 {
+		k = &archSets[len(archSets)-1]
+	}
+	envKernelsErr = nil
+	if name, ok := os.LookupEnv(KernelsEnv); ok && name != "" {
+		if err := UseKernels(name); err != nil {
+			envKernelsErr = fmt.Errorf("%s: %w", KernelsEnv, err)
+		}
+	}
+}
 
 // rebuild applies the hooks to every per-architecture set.
 func rebuild() {
 	archSets = archSets[:0]
-	for _, b := range archBases {
+	for _, b := range archKernels() {
 		s := b
 		for _, h := range archHooks {
 			h(&s)
@@ -151,25 +176,15 @@ func UseKernels(name string) error {
 func KernelsEnvError() error { return envKernelsErr }
 
 // UseGeneric switches every kernel to its pure-Go reference (true) or back to
-// the default set (false): the one SHADE_KERNELS names if it is valid, else
-// the best for this machine. It is meant for tests and benchmarks and must
-// not be called while kernels are running.
+// the default set (false), chosen again as at start-up (selectKernels). It
+// is meant for tests and benchmarks and must not be called while kernels
+// are running.
 func UseGeneric(generic bool) {
-	rebuild()
 	if generic {
 		k = &genericKernels
 		return
 	}
-	k = &genericKernels
-	if len(archSets) > 0 {
-		k = &archSets[len(archSets)-1]
-	}
-	envKernelsErr = nil
-	if name, ok := os.LookupEnv(KernelsEnv); ok && name != "" {
-		if err := UseKernels(name); err != nil {
-			envKernelsErr = fmt.Errorf("%s: %w", KernelsEnv, err)
-		}
-	}
+	selectKernels()
 }
 
 // Kernels names the kernel set in use, for logs ("generic" or an

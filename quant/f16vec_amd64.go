@@ -17,18 +17,14 @@ func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride,
 //go:noescape
 func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
 
-func init() {
-	if !haveAVX2FMA {
-		return
-	}
+var _ = haveAVX2FMA && func() bool {
 	f16Runs = &f16RunKernels{scores: scoresF16_amd64, mads: madsF16_amd64}
-	archHooks = append(archHooks, func(s *kernelSet) {
+	return archHook(func(s *kernelSet) {
 		s.madF16 = madF16_amd64
 		s.scaleF16 = scaleF16_amd64
 		s.toF16 = toF16_amd64
 	})
-	UseGeneric(false)
-}
+}()
 
 // The wrappers run whole groups of 8 in assembly and the rest in Go; the
 // slices were length-checked by the exported functions.

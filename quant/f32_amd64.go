@@ -5,13 +5,7 @@ package quant
 //go:noescape
 func dotF32AVX2(a, b *float32, n int) float32
 
-func init() {
-	if !haveAVX2FMA {
-		return
-	}
-	archHooks = append(archHooks, func(s *kernelSet) { s.dotF32 = dotF32_amd64 })
-	UseGeneric(false)
-}
+var _ = haveAVX2FMA && archHook(func(s *kernelSet) { s.dotF32 = dotF32_amd64 })
 
 // dotF32_amd64 runs whole groups of 32 in assembly and the rest in Go.
 func dotF32_amd64(a, b []float32) float32 {

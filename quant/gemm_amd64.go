@@ -38,9 +38,12 @@ var gemmKernels = [2][2][16]func(w *byte, nb int, a *byte, as int, side *uint32,
 // decKernels[t] computes whole tiles of gemmRows rows for a single
 // activation row (gemm<t>Dec in gemm_amd64.s; t as in gemmKernels), or is
 // nil without VBMI.
-var decKernels = [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb int){
-	gemmQ4_0Dec, gemmQ8_0Dec,
-}
+var decKernels = func() (ks [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)) {
+	if haveVBMI {
+		ks = [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb int){gemmQ4_0Dec, gemmQ8_0Dec}
+	}
+	return ks
+}()
 
 // decodeWithDec[t] says whether gemmVNNI sends one-row whole tiles of type t
 // to decKernels[t] rather than to the whole-tile gemm kernel. Since the full
@@ -51,12 +54,6 @@ var decKernels = [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb 
 // reads DRAM faster (25.8-26.2 vs 24.5-24.8 GB/s). gemmDec keeps both
 // kernels tested so the choice can be revisited on other CPUs.
 var decodeWithDec = [2]bool{false, true}
-
-func init() {
-	if !haveVBMI {
-		decKernels = [2]func(w *byte, ng int, a *byte, side *uint32, y *float32, rb int){}
-	}
-}
 
 // decGroups is how many groups of four blocks a decode kernel call takes
 // (its frame holds 512 bytes of scratch a group; see quant/_gen/gemm).

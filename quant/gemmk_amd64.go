@@ -4,8 +4,6 @@ package quant
 
 import "sync"
 
-//go:generate go run ./_gen/kquant
-
 // gemmKFunc is the signature of the generated kernels (gemmk_amd64.s).
 type gemmKFunc = func(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)
 

@@ -40,16 +40,16 @@ var avx512Kernels = func() kernelSet {
 	return s
 }()
 
-func init() {
+// archKernels are the sets this CPU can run, worst to best.
+func archKernels() []kernelSet {
+	var sets []kernelSet
 	if haveAVX2FMA {
-		archBases = append(archBases, avx2Kernels)
+		sets = append(sets, avx2Kernels)
 	}
 	if haveAVX2FMA && haveVNNI {
-		archBases = append(archBases, avx512Kernels)
+		sets = append(sets, avx512Kernels)
 	}
-	// dispatch.go's init may have run first (init functions run in file
-	// order), so choose again now that the sets are known.
-	UseGeneric(false)
+	return sets
 }
 
 // The wrappers below have the signatures and semantics of the Go twins in

@@ -5,13 +5,7 @@ package quant
 //go:noescape
 func siluMulAVX2(h, u *float32, n int)
 
-func init() {
-	if !haveAVX2FMA {
-		return
-	}
-	archHooks = append(archHooks, func(s *kernelSet) { s.siluMul = siluMul_amd64 })
-	UseGeneric(false)
-}
+var _ = haveAVX2FMA && archHook(func(s *kernelSet) { s.siluMul = siluMul_amd64 })
 
 // siluMul_amd64 runs whole groups of 8 in assembly and the rest in Go.
 func siluMul_amd64(h, u []float32) {

@@ -85,6 +85,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer e.Close()
 	if *showStats {
+		printKernels(stderr)
 		printPanelStats(stderr, e)
 	}
 	specCfg = e.Governed(specCfg)

@@ -1,0 +1,10 @@
+package quant
+
+// The assembly comes from plain Go generators under _gen, each output marked
+// "Code generated ... DO NOT EDIT."; they write paths from the module root,
+// hence -C. .ci/run regenerates everything and fails on any difference.
+//
+//go:generate go run -C .. ./quant/_gen/gemm
+//go:generate go run -C .. ./quant/_gen/gemmavx2
+//go:generate go run -C .. ./quant/_gen/kquant
+//go:generate go run -C .. ./quant/_gen/arm64
