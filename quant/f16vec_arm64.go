@@ -1,0 +1,95 @@
+//go:build arm64 && !noasm && gc
+
+package quant
+
+// The arm64 float kernels (f16vec_arm64.s, generated): F16, BF16 and F32
+// dot products and the F16 attention helpers, in every arm64 kernel set
+// (they need only ARMv8 Advanced SIMD).
+
+func init() {
+	archHooks = append(archHooks, func(s *kernelSet) {
+		switch s.name {
+		case "asimd", "dotprod", "i8mm":
+		default:
+			return
+		}
+		s.dotF16 = dotF16_arm64
+		s.dotBF16 = dotBF16_arm64
+		s.dotF32 = dotF32_arm64
+		s.madF16 = madF16_arm64
+		s.scaleF16 = scaleF16_arm64
+		s.toF16 = toF16_arm64
+	})
+	UseGeneric(false)
+}
+
+// dotF16_arm64 is dotF16Go: float32 products of halves (exact) summed in
+// float64, sixteen values at a time in the assembly (eight lanes, a fixed
+// tree) and the rest here.
+func dotF16_arm64(w []byte, x []float32) float32 {
+	w = w[:2*len(x)]
+	n := len(x) &^ 15
+	var sum float64
+	if n > 0 {
+		sum = dotF16NEON(&w[0], &x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		sum += float64(f16Table[le16(w[2*i:])] * x[i])
+	}
+	return float32(sum)
+}
+
+// dotBF16_arm64 is dotBF16Go, split like dotF16_arm64.
+func dotBF16_arm64(w []byte, x []float32) float32 {
+	w = w[:2*len(x)]
+	n := len(x) &^ 15
+	var sum float64
+	if n > 0 {
+		sum = dotBF16NEON(&w[0], &x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		sum += float64(BF16ToF32(le16(w[2*i:])) * x[i])
+	}
+	return float32(sum)
+}
+
+// dotF32_arm64 runs whole groups of 16 in assembly (sixteen FMLA lanes)
+// and the rest in Go.
+func dotF32_arm64(a, b []float32) float32 {
+	b = b[:len(a)]
+	n := len(a) &^ 15
+	var sum float32
+	if n > 0 {
+		sum = dotF32NEON(&a[0], &b[0], n)
+	}
+	return sum + dotF32FloatsGo(a[n:], b[n:])
+}
+
+// The helpers run whole groups of 8 in assembly and the rest in Go; the
+// slices were length-checked by the exported functions.
+
+func madF16_arm64(acc []float32, v []uint16, s float32) {
+	n := len(acc) &^ 7
+	if n > 0 {
+		_ = v[n-1]
+		madF16NEON(&acc[0], &v[0], n, s)
+	}
+	madF16Go(acc[n:], v[n:len(acc)], s)
+}
+
+func scaleF16_arm64(acc []float32, s float32) {
+	n := len(acc) &^ 7
+	if n > 0 {
+		scaleF16NEON(&acc[0], n, s)
+	}
+	scaleF16Go(acc[n:], s)
+}
+
+func toF16_arm64(dst []uint16, src []float32) {
+	n := len(src) &^ 7
+	if n > 0 {
+		_ = dst[n-1]
+		toF16NEON(&dst[0], &src[0], n)
+	}
+	toF16Go(dst[n:len(src)], src[n:])
+}
