@@ -4,9 +4,12 @@ package quant
 
 // The arm64 float kernels (f16vec_arm64.s, generated): F16, BF16 and F32
 // dot products and the F16 attention helpers, in every arm64 kernel set
-// (they need only ARMv8 Advanced SIMD).
+// (they need only ARMv8 Advanced SIMD), and the multi-row attention
+// kernels behind ScoresF16 and MadsF16 (f16Runs, used with any of those
+// sets).
 
 func init() {
+	f16Runs = &f16RunKernels{scores: scoresF16_arm64, mads: madsF16_arm64}
 	archHooks = append(archHooks, func(s *kernelSet) {
 		switch s.name {
 		case "asimd", "dotprod", "i8mm":
@@ -92,4 +95,24 @@ func toF16_arm64(dst []uint16, src []float32) {
 		toF16NEON(&dst[0], &src[0], n)
 	}
 	toF16Go(dst[n:len(src)], src[n:])
+}
+
+// scoresF16_arm64 takes head sizes that are a multiple of 32 (ggml's
+// usual 64 and 128 are); others go back to the Go loop.
+func scoresF16_arm64(out []float32, ldo int, q []float32, hd int, keys []uint16, stride, count int, kbuf []float32) bool {
+	if hd <= 0 || hd%32 != 0 {
+		return false
+	}
+	scoresF16NEON(&out[0], 4*ldo, &q[0], len(q)/hd, &keys[0], 2*stride, count, hd)
+	return true
+}
+
+// madsF16_arm64 takes lengths that are a multiple of 8, as madF16_arm64
+// runs them wholly in assembly.
+func madsF16_arm64(acc []float32, v []uint16, stride int, w []float32) bool {
+	if len(acc) == 0 || len(acc)%8 != 0 {
+		return false
+	}
+	madsF16NEON(&acc[0], &v[0], 2*stride, &w[0], len(w), len(acc))
+	return true
 }

@@ -191,3 +191,157 @@ toF16NEON_loop:
 	SUBS $8, R2
 	BNE toF16NEON_loop
 	RET
+
+// func scoresF16NEON(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int)
+TEXT ·scoresF16NEON(SB), NOSPLIT, $0-64
+	MOVD out+0(FP), R0
+	MOVD ldo+8(FP), R1
+	MOVD q+16(FP), R2
+	MOVD nq+24(FP), R3
+	MOVD k+32(FP), R4
+	MOVD stride+40(FP), R5
+	MOVD count+48(FP), R6
+	MOVD hd+56(FP), R7
+scores_row:
+	MOVD R2, R10
+	MOVD R0, R11
+	MOVD R3, R12
+scores_query:
+	MOVD R4, R13
+	MOVD R7, R15
+	WORD $0x6f00e410 // movi v16.2d, #0000000000000000
+	WORD $0x6f00e411 // movi v17.2d, #0000000000000000
+	WORD $0x6f00e412 // movi v18.2d, #0000000000000000
+	WORD $0x6f00e413 // movi v19.2d, #0000000000000000
+	WORD $0x6f00e414 // movi v20.2d, #0000000000000000
+	WORD $0x6f00e415 // movi v21.2d, #0000000000000000
+	WORD $0x6f00e416 // movi v22.2d, #0000000000000000
+	WORD $0x6f00e417 // movi v23.2d, #0000000000000000
+scores_chunk:
+	VLD1.P 64(R13), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R10), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P 64(R10), [V24.B16, V25.B16, V26.B16, V27.B16]
+	WORD $0x0e217808 // fcvtl v8.4s, v0.4h
+	WORD $0x4e217809 // fcvtl2 v9.4s, v0.8h
+	WORD $0x0e21782a // fcvtl v10.4s, v1.4h
+	WORD $0x4e21782b // fcvtl2 v11.4s, v1.8h
+	WORD $0x0e21784c // fcvtl v12.4s, v2.4h
+	WORD $0x4e21784d // fcvtl2 v13.4s, v2.8h
+	WORD $0x0e21786e // fcvtl v14.4s, v3.4h
+	WORD $0x4e21786f // fcvtl2 v15.4s, v3.8h
+	WORD $0x4e24cd10 // fmla v16.4s, v8.4s, v4.4s
+	WORD $0x4e25cd31 // fmla v17.4s, v9.4s, v5.4s
+	WORD $0x4e26cd52 // fmla v18.4s, v10.4s, v6.4s
+	WORD $0x4e27cd73 // fmla v19.4s, v11.4s, v7.4s
+	WORD $0x4e38cd94 // fmla v20.4s, v12.4s, v24.4s
+	WORD $0x4e39cdb5 // fmla v21.4s, v13.4s, v25.4s
+	WORD $0x4e3acdd6 // fmla v22.4s, v14.4s, v26.4s
+	WORD $0x4e3bcdf7 // fmla v23.4s, v15.4s, v27.4s
+	SUBS $32, R15
+	BNE scores_chunk
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x4e33d631 // fadd v17.4s, v17.4s, v19.4s
+	WORD $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	FMOVS F16, (R11)
+	ADD R1, R11
+	SUBS $1, R12
+	BNE scores_query
+	ADD $4, R0
+	ADD R5, R4
+	SUBS $1, R6
+	BNE scores_row
+	RET
+
+// func madsF16NEON(acc *float32, v *uint16, stride int, w *float32, count, n int)
+TEXT ·madsF16NEON(SB), NOSPLIT, $0-48
+	MOVD acc+0(FP), R0
+	MOVD v+8(FP), R1
+	MOVD stride+16(FP), R2
+	MOVD w+24(FP), R3
+	MOVD count+32(FP), R4
+	MOVD n+40(FP), R5
+mads32:
+	CMP $32, R5
+	BLT mads8
+	VLD1 (R0), [V16.B16, V17.B16, V18.B16, V19.B16]
+	ADD $64, R0, R13
+	VLD1 (R13), [V20.B16, V21.B16, V22.B16, V23.B16]
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R4, R12
+mads32_row:
+	VLD1 (R10), [V0.B16, V1.B16, V2.B16, V3.B16]
+	ADD R2, R10
+	VLD1.P 4(R11), V31.S[0]
+	WORD $0x0e217804 // fcvtl v4.4s, v0.4h
+	WORD $0x4e217805 // fcvtl2 v5.4s, v0.8h
+	WORD $0x0e217826 // fcvtl v6.4s, v1.4h
+	WORD $0x4e217827 // fcvtl2 v7.4s, v1.8h
+	WORD $0x0e217848 // fcvtl v8.4s, v2.4h
+	WORD $0x4e217849 // fcvtl2 v9.4s, v2.8h
+	WORD $0x0e21786a // fcvtl v10.4s, v3.4h
+	WORD $0x4e21786b // fcvtl2 v11.4s, v3.8h
+	WORD $0x4f9f1090 // fmla v16.4s, v4.4s, v31.s[0]
+	WORD $0x4f9f10b1 // fmla v17.4s, v5.4s, v31.s[0]
+	WORD $0x4f9f10d2 // fmla v18.4s, v6.4s, v31.s[0]
+	WORD $0x4f9f10f3 // fmla v19.4s, v7.4s, v31.s[0]
+	WORD $0x4f9f1114 // fmla v20.4s, v8.4s, v31.s[0]
+	WORD $0x4f9f1135 // fmla v21.4s, v9.4s, v31.s[0]
+	WORD $0x4f9f1156 // fmla v22.4s, v10.4s, v31.s[0]
+	WORD $0x4f9f1177 // fmla v23.4s, v11.4s, v31.s[0]
+	WORD $0x0e216a18 // fcvtn v24.4h, v16.4s
+	WORD $0x4e216a38 // fcvtn2 v24.8h, v17.4s
+	WORD $0x0e216a59 // fcvtn v25.4h, v18.4s
+	WORD $0x4e216a79 // fcvtn2 v25.8h, v19.4s
+	WORD $0x0e216a9a // fcvtn v26.4h, v20.4s
+	WORD $0x4e216aba // fcvtn2 v26.8h, v21.4s
+	WORD $0x0e216adb // fcvtn v27.4h, v22.4s
+	WORD $0x4e216afb // fcvtn2 v27.8h, v23.4s
+	WORD $0x0e217b10 // fcvtl v16.4s, v24.4h
+	WORD $0x4e217b11 // fcvtl2 v17.4s, v24.8h
+	WORD $0x0e217b32 // fcvtl v18.4s, v25.4h
+	WORD $0x4e217b33 // fcvtl2 v19.4s, v25.8h
+	WORD $0x0e217b54 // fcvtl v20.4s, v26.4h
+	WORD $0x4e217b55 // fcvtl2 v21.4s, v26.8h
+	WORD $0x0e217b76 // fcvtl v22.4s, v27.4h
+	WORD $0x4e217b77 // fcvtl2 v23.4s, v27.8h
+	SUBS $1, R12
+	BNE mads32_row
+	VST1.P [V16.B16, V17.B16, V18.B16, V19.B16], 64(R0)
+	VST1.P [V20.B16, V21.B16, V22.B16, V23.B16], 64(R0)
+	ADD $64, R1
+	SUB $32, R5
+	B mads32
+mads8:
+	CMP $8, R5
+	BLT mads_done
+	VLD1 (R0), [V16.B16, V17.B16]
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R4, R12
+mads8_row:
+	VLD1 (R10), [V0.B16]
+	ADD R2, R10
+	VLD1.P 4(R11), V31.S[0]
+	WORD $0x0e217804 // fcvtl v4.4s, v0.4h
+	WORD $0x4e217805 // fcvtl2 v5.4s, v0.8h
+	WORD $0x4f9f1090 // fmla v16.4s, v4.4s, v31.s[0]
+	WORD $0x4f9f10b1 // fmla v17.4s, v5.4s, v31.s[0]
+	WORD $0x0e216a18 // fcvtn v24.4h, v16.4s
+	WORD $0x4e216a38 // fcvtn2 v24.8h, v17.4s
+	WORD $0x0e217b10 // fcvtl v16.4s, v24.4h
+	WORD $0x4e217b11 // fcvtl2 v17.4s, v24.8h
+	SUBS $1, R12
+	BNE mads8_row
+	VST1.P [V16.B16, V17.B16], 32(R0)
+	ADD $16, R1
+	SUB $8, R5
+	B mads8
+mads_done:
+	RET

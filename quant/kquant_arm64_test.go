@@ -404,5 +404,69 @@ func TestArm64HooksFillSets(t *testing.T) {
 		t.Run(vr.name, TestSiLUMulKernels)
 		t.Run(vr.name, TestF16VecMatchesGo)
 		t.Run(vr.name, TestKernelsMatchGeneric)
+		t.Run(vr.name, TestF16RunsMatchLoops)
+	}
+}
+
+// TestF16RunsNEON holds the multi-row attention kernels to the Go loops
+// bit for bit: head sizes 32..256 (and sizes the kernels refuse), 1..4
+// queries, 1..40 key rows with strides beyond the row.
+func TestF16RunsNEON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(79, 80))
+	half := func(n int, scale float64) []uint16 {
+		h := make([]uint16, n)
+		for i := range h {
+			h[i] = F32ToF16(float32(rng.NormFloat64() * scale))
+		}
+		return h
+	}
+	for _, hd := range []int{8, 24, 32, 64, 96, 128, 256} {
+		for _, nq := range []int{1, 2, 4} {
+			for _, count := range []int{1, 2, 7, 40} {
+				stride := hd + rng.IntN(3)*8
+				keys := half((count-1)*stride+hd, 1)
+				q := make([]float32, nq*hd)
+				for i := range q {
+					q[i] = f16Table[F32ToF16(float32(rng.NormFloat64()))]
+				}
+				const ldo = 45
+				out := make([]float32, nq*ldo)
+				ok := scoresF16_arm64(out, ldo, q, hd, keys, stride, count, nil)
+				if ok != (hd%32 == 0) {
+					t.Fatalf("scores hd=%d: took it %v", hd, ok)
+				}
+				if ok {
+					for i := 0; i < nq; i++ {
+						for j := 0; j < count; j++ {
+							want := scoreF16Go(q[i*hd:(i+1)*hd], keys[j*stride:j*stride+hd])
+							if got := out[i*ldo+j]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("scores hd=%d nq=%d count=%d: [%d][%d] = %v, want %v", hd, nq, count, i, j, got, want)
+							}
+						}
+					}
+				}
+				acc := make([]float32, hd)
+				for i := range acc {
+					acc[i] = f16Table[F32ToF16(float32(rng.NormFloat64()))]
+				}
+				w := make([]float32, count)
+				for i := range w {
+					w[i] = float32(rng.Float64())
+				}
+				v := half((count-1)*stride+hd, 10)
+				want := append([]float32(nil), acc...)
+				for j, s := range w {
+					madF16Go(want, v[j*stride:j*stride+hd], s)
+				}
+				if !madsF16_arm64(acc, v, stride, w) {
+					t.Fatalf("mads hd=%d refused", hd)
+				}
+				for i := range acc {
+					if math.Float32bits(acc[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("mads hd=%d count=%d: index %d = %v, want %v", hd, count, i, acc[i], want[i])
+					}
+				}
+			}
+		}
 	}
 }

@@ -526,6 +526,16 @@ func scaleF16NEON(acc *float32, n int, s float32)
 //go:noescape
 func toF16NEON(dst *uint16, src *float32, n int)
 
+// hd > 0 is a multiple of 32; ldo and stride in bytes.
+//
+//go:noescape
+func scoresF16NEON(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int)
+
+// n > 0 is a multiple of 8, count > 0; stride in bytes.
+//
+//go:noescape
+func madsF16NEON(acc *float32, v *uint16, stride int, w *float32, count, n int)
+
 // n > 0 is a multiple of 4; c holds siluConsts.
 //
 //go:noescape

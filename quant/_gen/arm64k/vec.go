@@ -258,7 +258,148 @@ func f16vecFile() string {
 	a.op("BNE toF16NEON_loop")
 	counts["toF16NEON"] = fmt.Sprintf("%d per 8 values", a.mark())
 	a.op("RET")
+	scores(a)
+	mads(a)
 	return a.b.String()
+}
+
+// scores writes scoresF16NEON: ScoresF16 for head sizes that are a
+// multiple of 32, in scoreF16Go's order (ggml's AVX2 one): value 8j+l of
+// each 32 goes by FMLA to lane l of accumulator j (two NEON registers of
+// four lanes each), then accumulators 0+2 and 1+3, then the two, then
+// lanes l and l+4, then pairs, then the pair sums. With no tail the
+// float64 sum of scoreF16Go is that float32 exactly.
+func scores(a *asm) {
+	a.p("")
+	a.p("// func scoresF16NEON(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int)")
+	a.p("TEXT ·scoresF16NEON(SB), NOSPLIT, $0-64")
+	a.op("MOVD out+0(FP), R0")
+	a.op("MOVD ldo+8(FP), R1")
+	a.op("MOVD q+16(FP), R2")
+	a.op("MOVD nq+24(FP), R3")
+	a.op("MOVD k+32(FP), R4")
+	a.op("MOVD stride+40(FP), R5")
+	a.op("MOVD count+48(FP), R6")
+	a.op("MOVD hd+56(FP), R7")
+	a.label("scores_row")
+	a.op("MOVD R2, R10")
+	a.op("MOVD R0, R11")
+	a.op("MOVD R3, R12")
+	a.label("scores_query")
+	a.op("MOVD R4, R13")
+	a.op("MOVD R7, R15")
+	for r := v(16); r < 24; r++ {
+		a.i(movi0(r))
+	}
+	a.label("scores_chunk")
+	a.mark()
+	a.op("VLD1.P 64(R13), [V0.B16, V1.B16, V2.B16, V3.B16]")
+	a.op("VLD1.P 64(R10), [V4.B16, V5.B16, V6.B16, V7.B16]")
+	a.op("VLD1.P 64(R10), [V24.B16, V25.B16, V26.B16, V27.B16]")
+	for j := v(0); j < 4; j++ {
+		a.i(vFCVTLH.of(8+2*j, j))
+		a.i(vFCVTL2H.of(9+2*j, j))
+	}
+	qs := []v{4, 5, 6, 7, 24, 25, 26, 27}
+	for k := v(0); k < 8; k++ {
+		a.i(vFMLAS.of(16+k, 8+k, qs[k]))
+	}
+	a.op("SUBS $32, R15")
+	a.op("BNE scores_chunk")
+	counts["scoresF16NEON"] = fmt.Sprintf("%d per 32 values", a.mark())
+	a.i(vFADDS.of(16, 16, 20)) // acc0 += acc2
+	a.i(vFADDS.of(17, 17, 21))
+	a.i(vFADDS.of(18, 18, 22)) // acc1 += acc3
+	a.i(vFADDS.of(19, 19, 23))
+	a.i(vFADDS.of(16, 16, 18)) // acc0 += acc1
+	a.i(vFADDS.of(17, 17, 19))
+	a.i(vFADDS.of(16, 16, 17)) // t[l] = acc0[l] + acc0[l+4]
+	a.i(vFADDPS.of(16, 16, 16))
+	a.i(vFADDPS.of(16, 16, 16))
+	a.op("FMOVS F16, (R11)")
+	a.op("ADD R1, R11")
+	a.op("SUBS $1, R12")
+	a.op("BNE scores_query")
+	a.op("ADD $4, R0")
+	a.op("ADD R5, R4")
+	a.op("SUBS $1, R6")
+	a.op("BNE scores_row")
+	a.op("RET")
+}
+
+// mads writes madsF16NEON: MadsF16 with each chunk of 32 (then 8)
+// accumulators held in registers over all the rows, each step MadF16's
+// (FMLA, then to half and back).
+func mads(a *asm) {
+	a.p("")
+	a.p("// func madsF16NEON(acc *float32, v *uint16, stride int, w *float32, count, n int)")
+	a.p("TEXT ·madsF16NEON(SB), NOSPLIT, $0-48")
+	a.op("MOVD acc+0(FP), R0")
+	a.op("MOVD v+8(FP), R1")
+	a.op("MOVD stride+16(FP), R2")
+	a.op("MOVD w+24(FP), R3")
+	a.op("MOVD count+32(FP), R4")
+	a.op("MOVD n+40(FP), R5")
+	for _, width := range []int{32, 8} {
+		regs := v(width / 4)
+		loop := fmt.Sprintf("mads%d", width)
+		a.label(loop)
+		a.op("CMP $%d, R5", width)
+		if width == 32 {
+			a.op("BLT mads8")
+		} else {
+			a.op("BLT mads_done")
+		}
+		if width == 32 {
+			a.op("VLD1 (R0), [V16.B16, V17.B16, V18.B16, V19.B16]")
+			a.op("ADD $64, R0, R13")
+			a.op("VLD1 (R13), [V20.B16, V21.B16, V22.B16, V23.B16]")
+			a.op("MOVD R1, R10")
+		} else {
+			a.op("VLD1 (R0), [V16.B16, V17.B16]")
+			a.op("MOVD R1, R10")
+		}
+		a.op("MOVD R3, R11")
+		a.op("MOVD R4, R12")
+		a.label(loop + "_row")
+		a.mark()
+		if width == 32 {
+			a.op("VLD1 (R10), [V0.B16, V1.B16, V2.B16, V3.B16]")
+		} else {
+			a.op("VLD1 (R10), [V0.B16]")
+		}
+		a.op("ADD R2, R10")
+		a.op("VLD1.P 4(R11), V31.S[0]")
+		for k := v(0); k < regs/2; k++ {
+			a.i(vFCVTLH.of(4+2*k, k))
+			a.i(vFCVTL2H.of(5+2*k, k))
+		}
+		for k := v(0); k < regs; k++ {
+			a.i(elem("fmla", 16+k, 4+k, 31, 0))
+		}
+		for k := v(0); k < regs/2; k++ {
+			a.i(vFCVTNH.of(24+k, 16+2*k))
+			a.i(vFCVTN2H.of(24+k, 17+2*k))
+		}
+		for k := v(0); k < regs/2; k++ {
+			a.i(vFCVTLH.of(16+2*k, 24+k))
+			a.i(vFCVTL2H.of(17+2*k, 24+k))
+		}
+		a.op("SUBS $1, R12")
+		a.op("BNE %s_row", loop)
+		counts["madsF16NEON/"+fmt.Sprint(width)] = fmt.Sprintf("%d per row of %d values", a.mark(), width)
+		if width == 32 {
+			a.op("VST1.P [V16.B16, V17.B16, V18.B16, V19.B16], 64(R0)")
+			a.op("VST1.P [V20.B16, V21.B16, V22.B16, V23.B16], 64(R0)")
+		} else {
+			a.op("VST1.P [V16.B16, V17.B16], 32(R0)")
+		}
+		a.op("ADD $%d, R1", 2*width)
+		a.op("SUB $%d, R5", width)
+		a.op("B %s", loop)
+	}
+	a.label("mads_done")
+	a.op("RET")
 }
 
 // roundHalf rounds the eight floats of V2, V3 to half precision and back.
