@@ -2,8 +2,6 @@
 
 package quant
 
-//go:generate go run ./_gen/arm64k
-
 // The arm64 K-quant kernels (kquant_arm64.s, generated): Q4_K and Q6_K
 // weights against Q8_K activations, as dot products and as gemmK, and the
 // Q8_K activation quantizer. They go into the kernel sets kernels_arm64.go

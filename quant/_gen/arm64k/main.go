@@ -3,8 +3,8 @@
 // products and batched products (kquant_arm64.s), the Q8_K activation
 // quantizer (q8k_arm64.s), the F16, BF16 and F32 dot products and the F16
 // attention helpers (f16vec_arm64.s), SiLU·mul (silu_arm64.s), and their
-// Go declarations (kquant_decl_arm64.go). quant/kquant_arm64.go runs it
-// (go generate ./quant), from the module root or from quant.
+// Go declarations (kquant_decl_arm64.go). quant/kquant_gen.go runs it (go
+// generate ./quant, on any machine); it also runs from the module root.
 //
 // The Go assembler has no mnemonics for most of these vector instructions
 // (SDOT, SMLAL by element, FCVTL, FCVTN, SQXTN, ...), so every vector
