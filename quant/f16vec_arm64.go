@@ -8,22 +8,24 @@ package quant
 // kernels behind ScoresF16 and MadsF16 (f16Runs, used with any of those
 // sets).
 
-func init() {
-	f16Runs = &f16RunKernels{scores: scoresF16_arm64, mads: madsF16_arm64}
-	archHooks = append(archHooks, func(s *kernelSet) {
-		switch s.name {
-		case "asimd", "dotprod", "i8mm":
-		default:
-			return
-		}
+// Registered from variable initializers, before dispatch.go's init picks
+// the kernel set (see kquant_arm64.go).
+var (
+	_ = func() bool { archHooks = append(archHooks, hookF16); return true }()
+	_ = func() bool { f16Runs = &f16RunKernels{scores: scoresF16_arm64, mads: madsF16_arm64}; return true }()
+)
+
+// hookF16 adds the float kernels to every arm64 set.
+func hookF16(s *kernelSet) {
+	switch s.name {
+	case "asimd", "dotprod", "i8mm":
 		s.dotF16 = dotF16_arm64
 		s.dotBF16 = dotBF16_arm64
 		s.dotF32 = dotF32_arm64
 		s.madF16 = madF16_arm64
 		s.scaleF16 = scaleF16_arm64
 		s.toF16 = toF16_arm64
-	})
-	UseGeneric(false)
+	}
 }
 
 // dotF16_arm64 is dotF16Go: float32 products of halves (exact) summed in

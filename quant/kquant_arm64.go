@@ -32,25 +32,27 @@ const kTileRowsNEON = 8
 // kActsNEON is the most activation rows one generated kernel takes.
 const kActsNEON = len(kquantKernels[0][0])
 
-func init() {
-	archHooks = append(archHooks, func(s *kernelSet) {
-		switch s.name {
-		case "asimd":
-			s.gemmK = gemmKAsimd
-			s.dotQ4_KQ8_K = dotQ4_KQ8_KAsimd
-			s.dotQ6_KQ8_K = dotQ6_KQ8_KAsimd
-		case "dotprod", "i8mm":
-			s.gemmK = gemmKDot
-			s.dotQ4_KQ8_K = dotQ4_KQ8_KDot
-			s.dotQ6_KQ8_K = dotQ6_KQ8_KDot
-		default:
-			return
-		}
-		s.quantizeQ8_K = quantizeQ8_K_arm64
-	})
-	// Selection may already have happened (init functions run in file
-	// order); choose again now that the hook is in.
-	UseGeneric(false)
+// The hook is registered from a variable initializer, not an init: every
+// package-level variable is set before dispatch.go's init chooses the
+// kernel set, whatever the file order.
+var _ = func() bool { archHooks = append(archHooks, hookKQuant); return true }()
+
+// hookKQuant adds the K-quant kernels to the arm64 sets by name: widening
+// multiplies in "asimd", SDOT in "dotprod" and "i8mm".
+func hookKQuant(s *kernelSet) {
+	switch s.name {
+	case "asimd":
+		s.gemmK = gemmKAsimd
+		s.dotQ4_KQ8_K = dotQ4_KQ8_KAsimd
+		s.dotQ6_KQ8_K = dotQ6_KQ8_KAsimd
+	case "dotprod", "i8mm":
+		s.gemmK = gemmKDot
+		s.dotQ4_KQ8_K = dotQ4_KQ8_KDot
+		s.dotQ6_KQ8_K = dotQ6_KQ8_KDot
+	default:
+		return
+	}
+	s.quantizeQ8_K = quantizeQ8_K_arm64
 }
 
 func gemmKAsimd(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {

@@ -350,61 +350,76 @@ func TestSiLUMulNEON(t *testing.T) {
 	}
 }
 
-// TestArm64HooksFillSets gives the hooks stand-ins for the sets
-// kernels_arm64.go defines and checks that each gets this file's kernels
-// and that MatMul on Q4_K and Q6_K stays batch invariant with them.
+// TestArm64HooksFillSets applies the hooks to stand-ins for the sets
+// kernels_arm64.go defines (copies of the generic set under their names),
+// checks that each set gets this file's kernels of the right variant, and
+// that MatMul on Q4_K and Q6_K with each set gives the bits of the generic
+// set one row at a time, for batches of 1 to 10 and 17.
 func TestArm64HooksFillSets(t *testing.T) {
-	saved := archBases
-	defer func() {
-		archBases = saved
-		UseGeneric(false)
-	}()
-	archBases = nil
-	for _, vr := range kVariants() {
+	saved := k
+	defer func() { k = saved }()
+	rng := rand.New(rand.NewPCG(75, 76))
+	same := func(f, g any) bool { return reflect.ValueOf(f).Pointer() == reflect.ValueOf(g).Pointer() }
+	for _, name := range []string{"asimd", "dotprod", "i8mm", "avx2"} {
 		s := genericKernels
-		s.name = vr.name
-		archBases = append(archBases, s)
-	}
-	rebuild()
-	for _, vr := range kVariants() {
-		s := find(vr.name)
-		if s == nil {
-			t.Fatalf("no set %q after rebuild", vr.name)
+		s.name = name
+		for _, h := range archHooks {
+			h(&s)
 		}
-		differs := func(f, g any) bool { return reflect.ValueOf(f).Pointer() != reflect.ValueOf(g).Pointer() }
-		for what, set := range map[string]bool{
+		if name == "avx2" { // not an arm64 set: left alone
+			if s.gemmK != nil || !same(s.siluMul, genericKernels.siluMul) || !same(s.dotF16, genericKernels.dotF16) {
+				t.Errorf("the hooks changed set %s", name)
+			}
+			continue
+		}
+		dot4, dot6 := any(dotQ4_KQ8_KDot), any(dotQ6_KQ8_KDot)
+		if name == "asimd" {
+			dot4, dot6 = dotQ4_KQ8_KAsimd, dotQ6_KQ8_KAsimd
+		}
+		for what, ok := range map[string]bool{
 			"gemmK":        s.gemmK != nil,
-			"dotQ6_KQ8_K":  differs(s.dotQ6_KQ8_K, genericKernels.dotQ6_KQ8_K),
-			"quantizeQ8_K": differs(s.quantizeQ8_K, genericKernels.quantizeQ8_K),
-			"dotF16":       differs(s.dotF16, genericKernels.dotF16),
-			"dotBF16":      differs(s.dotBF16, genericKernels.dotBF16),
-			"dotF32":       differs(s.dotF32, genericKernels.dotF32),
-			"madF16":       differs(s.madF16, genericKernels.madF16),
-			"scaleF16":     differs(s.scaleF16, genericKernels.scaleF16),
-			"toF16":        differs(s.toF16, genericKernels.toF16),
-			"siluMul":      differs(s.siluMul, genericKernels.siluMul),
+			"dotQ4_KQ8_K":  same(s.dotQ4_KQ8_K, dot4),
+			"dotQ6_KQ8_K":  same(s.dotQ6_KQ8_K, dot6),
+			"quantizeQ8_K": same(s.quantizeQ8_K, quantizeQ8_K_arm64),
+			"dotF16":       same(s.dotF16, dotF16_arm64),
+			"dotBF16":      same(s.dotBF16, dotBF16_arm64),
+			"dotF32":       same(s.dotF32, dotF32_arm64),
+			"madF16":       same(s.madF16, madF16_arm64),
+			"scaleF16":     same(s.scaleF16, scaleF16_arm64),
+			"toF16":        same(s.toF16, toF16_arm64),
+			"siluMul":      same(s.siluMul, siluMul_arm64),
 		} {
-			if !set {
-				t.Errorf("set %s: %s not filled", vr.name, what)
+			if !ok {
+				t.Errorf("set %s: %s is not this file's kernel", name, what)
 			}
 		}
-		// The tests below end with UseGeneric(false), which keeps the
-		// set the environment names.
-		t.Setenv(KernelsEnv, vr.name)
-		UseGeneric(false)
-		if Kernels() != vr.name {
-			t.Fatalf("Kernels() = %q, want %q", Kernels(), vr.name)
+		if name != "asimd" && !cpu.ARM64.HasASIMDDP {
+			continue // SDOT would fault
 		}
-		w := kWeights(t, rand.New(rand.NewPCG(75, 76)), Q4_K, 1, 2, "quantized")
-		a := kActRows(rand.New(rand.NewPCG(77, 78)), 1, 2, "quantized")
-		if got, want := k.dotQ4_KQ8_K(w, a), dotQ4_KQ8_KGo(w, a); !sameFloat(got, want) {
-			t.Errorf("set %s: dotQ4_KQ8_K %v, Go %v", vr.name, got, want)
+		var buf Scratch
+		for _, typ := range []Type{Q4_K, Q6_K} {
+			const rows, cols, maxN = 13, 512, 17
+			m, err := NewMatrix(typ, rows, cols, encode(t, typ, testData(rng, rows*cols)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := testData(rng, maxN*cols)
+			k = &genericKernels
+			want := make([]float32, maxN*rows)
+			for i := 0; i < maxN; i++ {
+				MatMul(nil, m, x[i*cols:(i+1)*cols], 1, want[i*rows:(i+1)*rows], &buf)
+			}
+			k = &s
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17} {
+				y := make([]float32, n*rows)
+				MatMul(nil, m, x[:n*cols], n, y, &buf)
+				for e, v := range y {
+					if math.Float32bits(v) != math.Float32bits(want[e]) {
+						t.Fatalf("set %s %v n=%d: y[%d][%d] = %v, generic one row at a time %v", name, typ, n, e/rows, e%rows, v, want[e])
+					}
+				}
+			}
 		}
-		t.Run(vr.name, TestMatMulKBatchInvariant)
-		t.Run(vr.name, TestSiLUMulKernels)
-		t.Run(vr.name, TestF16VecMatchesGo)
-		t.Run(vr.name, TestKernelsMatchGeneric)
-		t.Run(vr.name, TestF16RunsMatchLoops)
 	}
 }
 

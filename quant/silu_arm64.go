@@ -8,14 +8,15 @@ var siluConsts = [siluConstCount]float32{expClampLo, expClampHi, expLog2e, expC1
 
 const siluConstCount = 12
 
-func init() {
-	archHooks = append(archHooks, func(s *kernelSet) {
-		switch s.name {
-		case "asimd", "dotprod", "i8mm":
-			s.siluMul = siluMul_arm64
-		}
-	})
-	UseGeneric(false)
+// Registered from a variable initializer (see kquant_arm64.go).
+var _ = func() bool { archHooks = append(archHooks, hookSiLU); return true }()
+
+// hookSiLU adds the SiLU·mul kernel to every arm64 set.
+func hookSiLU(s *kernelSet) {
+	switch s.name {
+	case "asimd", "dotprod", "i8mm":
+		s.siluMul = siluMul_arm64
+	}
 }
 
 // siluMul_arm64 runs whole groups of 4 in assembly and the rest in Go.
