@@ -5,6 +5,7 @@ package quant
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -482,6 +483,71 @@ func TestF16RunsNEON(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkKQuantNEON runs each generated K-quant kernel alone on one row
+// of 8 super-blocks (2048 columns) in L1, against 1 and 4 activation rows:
+// ns per (row, activation row) super-block is the kernel's compute cost
+// without the memory's. Run it on the phone (the emulator says nothing
+// about speed).
+func BenchmarkKQuantNEON(b *testing.B) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	const nb = 8
+	for _, vr := range kVariants() {
+		for ti, typ := range []Type{Q4_K, Q6_K} {
+			w := kWeights(b, rng, typ, 1, nb, "quantized")
+			a := kActRows(rng, kActsNEON, nb, "quantized")
+			y := make([]float32, kActsNEON)
+			for _, c := range []int{1, kActsNEON} {
+				f := kquantKernels[vr.set][ti][c-1]
+				b.Run(fmt.Sprintf("%s/%v/C%d", vr.name, typ, c), func(b *testing.B) {
+					for b.Loop() {
+						f(&w[0], &a[0], nb*q8_KBytes, nb, &y[0], 1)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nb*c), "ns/pair-block")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkNEONVsGo times the arm64 quantizer and float kernels against
+// their Go twins on 4096 values, alternating.
+func BenchmarkNEONVsGo(b *testing.B) {
+	rng := rand.New(rand.NewPCG(83, 84))
+	const n = 4096
+	x, u := testData(rng, n), testData(rng, n)
+	w16 := encode(b, F16, testData(rng, n))
+	wbf := encode(b, BF16, testData(rng, n))
+	q8k := make([]byte, n/qkK*q8_KBytes)
+	h := make([]float32, n)
+	v := make([]uint16, n)
+	for i := range v {
+		v[i] = F32ToF16(x[i])
+	}
+	for _, c := range []struct {
+		name      string
+		neon, ref func()
+	}{
+		{"quantizeQ8_K", func() { quantizeQ8_K_arm64(x, q8k) }, func() { quantizeQ8_K(x, q8k) }},
+		{"dotF16", func() { dotF16_arm64(w16, x) }, func() { dotF16Go(w16, x) }},
+		{"dotBF16", func() { dotBF16_arm64(wbf, x) }, func() { dotBF16Go(wbf, x) }},
+		{"dotF32", func() { dotF32_arm64(x, u) }, func() { dotF32FloatsGo(x, u) }},
+		{"madF16", func() { madF16_arm64(h, v, 0.5) }, func() { madF16Go(h, v, 0.5) }},
+		{"siluMul", func() { copy(h, x); siluMul_arm64(h, u) }, func() { copy(h, x); siluMulGo(h, u) }},
+	} {
+		for _, impl := range []struct {
+			name string
+			f    func()
+		}{{"go", c.ref}, {"neon", c.neon}} {
+			b.Run(c.name+"/"+impl.name, func(b *testing.B) {
+				b.SetBytes(4 * n)
+				for b.Loop() {
+					impl.f()
+				}
+			})
 		}
 	}
 }
