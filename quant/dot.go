@@ -85,8 +85,11 @@ func dotQ4_KQ8_KGo(w, a []byte) float32 {
 		}
 		d := f16At(x[0:]) * dy
 		dmin := f16At(x[2:]) * dy
-		sum += d * float32(sumi)
-		sum -= dmin * float32(sumMins)
+		// The conversions round each product alone: without them an
+		// arm64 build fuses it into the add (FMADD), giving other bits
+		// than amd64 and than the kernels.
+		sum += float32(d * float32(sumi))
+		sum -= float32(dmin * float32(sumMins))
 	}
 	return sum
 }
@@ -121,7 +124,7 @@ func dotQ6_KQ8_KGo(w, a []byte) float32 {
 					int32(int8(sc[half+4]))*s3 + int32(int8(sc[half+6]))*s4
 			}
 		}
-		sum += f16At(x[208:]) * f32At(y[0:]) * float32(sumi)
+		sum += float32(f16At(x[208:]) * f32At(y[0:]) * float32(sumi)) // rounded alone, as above
 	}
 	return sum
 }
