@@ -90,7 +90,7 @@ func TestElasticLossless(t *testing.T) {
 					if !slices.Equal(got, want) {
 						t.Fatalf("prompt %d, %v, spell %d, %v: output differs from plain greedy\n got %v\nwant %v", pi, pol, spell, mode, got, want)
 					}
-					gs := st.Governor
+					gs, _ := st.Governor.(*Stats)
 					if gs == nil || gs.Policy != pol.String() {
 						t.Fatalf("governor stats missing or wrong: %+v", gs)
 					}

@@ -147,8 +147,9 @@ type Stats struct {
 	Filled         int           `json:"filled,omitempty"`
 	FilledAccepted int           `json:"filled_accepted,omitempty"`
 	Sleep          time.Duration `json:"sleep_ns,omitempty"`
-	// Governor is what the governor reports of its decisions, if it does.
-	Governor *GovernorStats `json:"governor,omitempty"`
+	// Governor is what the governor reports of its decisions, if it does
+	// (Reporter).
+	Governor any `json:"governor,omitempty"`
 	// Lever mode: draft passes after catching up, the largest tree, the
 	// verify rows pruned (and how many of them the target would have
 	// accepted, greedy only), steps that pruned, LM-head rows computed,
@@ -324,7 +325,7 @@ func (d *Decoder) Stats() Stats {
 		st.PreDrafts, st.PreDraftHits, st.PreDraftsEmpty = d.pre.launched, d.pre.hits, d.pre.empty
 	}
 	if d.gov != nil {
-		st.Governor = governorStats(d.gov)
+		st.Governor = governorReport(d.gov)
 	}
 	return st
 }
