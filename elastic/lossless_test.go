@@ -1,18 +1,15 @@
 package elastic
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 	"shade/spec"
 )
-
-const conformance = "../../shared/testdata/conformance/stories260K.gguf"
 
 // injected drives a Governor with made-up draft-layer latencies: spells of
 // contention (CS 0.6) and quiet (CS 0) by reading count, so preemption,
@@ -55,30 +52,14 @@ func generate(t *testing.T, target, draft *model.Model, cfg spec.Config, prompt 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(prompt); err != nil {
-		t.Fatal(err)
-	}
-	var out []int32
-	for len(out) < n {
-		if out, err = d.Step(out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out[:n], d.Stats()
+	return testutil.Decode(t, d, prompt, n), d.Stats()
 }
 
 // TestElasticLossless: greedy output under the elastic governor —
 // preempted drafts, n-gram filling from the multi-source cache, sleeps —
 // is the target's own.
 func TestElasticLossless(t *testing.T) {
-	if _, err := os.Stat(conformance); err != nil {
-		t.Skipf("%s not present: the shared conformance pack is needed", conformance)
-	}
-	target, err := model.Open(filepath.Clean(conformance), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	prompts := [][]int32{{1, 403, 407, 261, 378}, {1, 297, 285, 400}}
 	for pi, prompt := range prompts {
 		want, _ := generate(t, target, nil, spec.Config{Mode: spec.Off}, prompt, 64)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,24 +9,14 @@ import (
 
 	"shade/calib"
 	"shade/cost"
+	"shade/internal/testutil"
 	"shade/sample"
 	"shade/spec"
 )
 
 // copyModel copies a conformance model into a temporary directory, so that
 // calibrations stored beside it do not touch the shared pack.
-func copyModel(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(conformanceDir, name))
-	if err != nil {
-		t.Skipf("%s: %v", name, err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+var copyModel = testutil.CopyConformance
 
 func TestLeverModeAndCalibrations(t *testing.T) {
 	path := copyModel(t, "stories260K.gguf")

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"shade/gguf"
+	"shade/internal/testutil"
 	"shade/quant"
 	"shade/sample"
 	"shade/spec"
@@ -68,19 +68,14 @@ func vocabWith(t *testing.T, edit func(w *gguf.Writer, tokens []string)) *gguf.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	w := gguf.NewWriter(&buf)
-	w.CopyMeta(&v.Meta, "tokenizer.")
-	tokens, _ := v.Meta.Strings("tokenizer.ggml.tokens")
-	edit(w, slices.Clone(tokens))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return testutil.GGUF(t, func(w *gguf.Writer) error {
+		if err := w.CopyMeta(&v.Meta, "tokenizer."); err != nil {
+			return err
+		}
+		tokens, _ := v.Meta.Strings("tokenizer.ggml.tokens")
+		edit(w, slices.Clone(tokens))
+		return nil
+	})
 }
 
 func TestDraftVocabularyMismatch(t *testing.T) {

@@ -168,16 +168,6 @@ func (d *ModelDrafter) ShareRankStats(st *RankStats) {
 // Model returns the draft model.
 func (d *ModelDrafter) Model() *model.Model { return d.m }
 
-// LayerTimes are the per-layer latencies of the draft's last pass: the
-// contention signal of elastic scheduling.
-func (d *ModelDrafter) LayerTimes() []float64 {
-	out := make([]float64, len(d.s.LayerTimes))
-	for i, t := range d.s.LayerTimes {
-		out[i] = t.Seconds()
-	}
-	return out
-}
-
 // Draft appends to t a tree of at most shape.Max nodes following ctx (the
 // accepted text ending with the pending token).
 func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {

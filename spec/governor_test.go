@@ -1,11 +1,11 @@
 package spec
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 )
@@ -44,7 +44,7 @@ func (g *scriptGovernor) StepDone(tokens int, took time.Duration) time.Duration 
 // TestGovernedLossless: preempted drafts, n-gram filling and sleeps change
 // how the output is found, never what it is.
 func TestGovernedLossless(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	layers := target.Config.Layers
 	drafts := map[string]*model.Model{"self": target, "random": randomDraft(t)}
 	// preemptAfter counts draft layers: the draft's catch-up pass, then one

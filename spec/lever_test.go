@@ -2,11 +2,11 @@ package spec
 
 import (
 	"math"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"shade/cost"
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 )
@@ -35,8 +35,8 @@ func aggressivePruner(layer int) *Pruner {
 }
 
 func TestGainCostTreeSize(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	L := target.Config.Layers
 	cases := []struct {
 		name       string
@@ -102,10 +102,10 @@ func TestGainCostTreeSize(t *testing.T) {
 }
 
 func TestLeverGreedyLossless(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	drafts := map[string]*model.Model{
 		"self":   target,
-		"f16":    openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf")),
+		"f16":    testutil.ConformanceModel(t, "stories260K-f16.gguf"),
 		"random": randomDraft(t),
 	}
 	L := target.Config.Layers
@@ -190,8 +190,8 @@ func TestLeverStochasticLossless(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of samples: skipped with -short")
 	}
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	random := randomDraft(t)
 	L := target.Config.Layers
 	p := sample.Params{Temp: 1.5, Seed: 43}
@@ -212,8 +212,8 @@ func TestLeverStochasticLossless(t *testing.T) {
 }
 
 func TestTrainPruner(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	L := target.Config.Layers
 	var samples []PruneSample
 	step := 0

@@ -1,10 +1,10 @@
 package spec
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"shade/internal/testutil"
 	"shade/sample"
 )
 
@@ -13,8 +13,8 @@ import (
 // main path's rows) computes the same logits for the next token as a
 // drafter that ran the whole context itself, bit for bit.
 func TestPreDrafterAdoptsContext(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	L := target.Config.Layers
 	greedy := sample.Params{Temp: 0}
 	cm := toyCost(L, L, 20e-3, 1e-5, 1e-4)

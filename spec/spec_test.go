@@ -2,30 +2,15 @@ package spec
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 	"shade/synth"
 )
-
-const conformanceDir = "../../shared/testdata/conformance"
-
-func openModel(t testing.TB, path string) *model.Model {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s not present: the shared conformance pack is needed", path)
-	}
-	m, err := model.Open(path, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
 
 // randomDraft is a tiny random-weight model with stories260K's vocabulary:
 // a draft that is almost always wrong.
@@ -35,7 +20,7 @@ func randomDraft(t testing.TB) *model.Model {
 	if err := synth.WriteDemo(path); err != nil {
 		t.Fatal(err)
 	}
-	return openModel(t, path)
+	return testutil.OpenModel(t, path)
 }
 
 var prompts = [][]int32{
@@ -64,23 +49,14 @@ func generate(t testing.TB, target *model.Model, draft *model.Model, cfg Config,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(prompt); err != nil {
-		t.Fatal(err)
-	}
-	var out []int32
-	for len(out) < n {
-		if out, err = d.Step(out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out[:n], d.Stats()
+	return testutil.Decode(t, d, prompt, n), d.Stats()
 }
 
 func TestGreedyLossless(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	drafts := map[string]*model.Model{
 		"self":   target,
-		"f16":    openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf")),
+		"f16":    testutil.ConformanceModel(t, "stories260K-f16.gguf"),
 		"random": randomDraft(t),
 	}
 	configs := []Config{
@@ -120,7 +96,7 @@ func TestGreedyLossless(t *testing.T) {
 // TestGreedyLosslessWithPenalty: the repetition penalty depends on the
 // history along the accepted path; speculation must track it exactly.
 func TestGreedyLosslessWithPenalty(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	p := sample.Params{Temp: 0, RepeatPenalty: 1.3, RepeatLastN: 16}
 	want, _ := generate(t, target, nil, Config{Mode: Off}, p, prompts[0], 50)
 	for _, cfg := range []Config{{Mode: Chain, DraftMax: 5}, {Mode: TreeM, DraftMax: 8, TreeWidth: 2}} {
@@ -138,9 +114,9 @@ func TestStochasticLossless(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of samples: skipped with -short")
 	}
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	random := randomDraft(t)
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	p := sample.Params{Temp: 1.5, Seed: 42}
 	prompt := prompts[0]
 
@@ -257,8 +233,8 @@ func chiSquareCritical(df int) float64 {
 // accept/reject patterns, the target's KV cache equals that of a fresh run
 // over the same tokens.
 func TestRollbackMatchesFreshRun(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	p := sample.Params{Temp: 1, Seed: 7}
 	st, _ := target.NewState(256)
 	sm, _ := sample.New(p)
