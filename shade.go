@@ -58,9 +58,9 @@ func Open(path string, opt *Options) (*Model, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
-	mode := spec.Off
+	mode := spec.ModeOff
 	if opt.Draft != "" {
-		mode = spec.Auto
+		mode = spec.ModeAuto
 	}
 	if opt.Spec != "" {
 		var err error
@@ -78,7 +78,7 @@ func Open(path string, opt *Options) (*Model, error) {
 	if opt.PanelCacheDir != "" {
 		panels.Dir = opt.PanelCacheDir
 	}
-	if (mode == spec.Chain || mode == spec.TreeM) && opt.Draft == "" {
+	if (mode == spec.ModeChain || mode == spec.ModeTree) && opt.Draft == "" {
 		return nil, fmt.Errorf("shade: speculative mode %v needs a draft model (Options.Draft)", mode)
 	}
 	e, err := engine.Load(path, opt.Threads)

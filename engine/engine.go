@@ -16,7 +16,6 @@ import (
 	"shade/gguf"
 	"shade/model"
 	"shade/panelcache"
-	"shade/par"
 	"shade/sample"
 	"shade/spec"
 	"shade/tokenizer"
@@ -54,12 +53,9 @@ type Engine struct {
 	DraftPath        string
 	DraftProfileNote string
 	leverMu          sync.Mutex
-	lever            *LeverSetup
+	lever            *FlashResources
 	budget           int64
 	budgetOpts       weights.Options
-	// prePool is the worker pool lever's pre-drafts run on beside the
-	// target's pool (made on first use).
-	prePool *par.Pool
 }
 
 // Load opens a GGUF model file. threads ≤ 0 uses every CPU.
@@ -111,9 +107,6 @@ func (e *Engine) Close() error {
 	if e.Draft != nil {
 		e.Draft.DropPanels()
 		e.Draft.File.Close() // its pool is the target's
-	}
-	if e.prePool != nil {
-		e.prePool.Close()
 	}
 	return e.Model.Close()
 }

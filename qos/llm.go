@@ -56,8 +56,8 @@ func (l *LLM) run(ctx context.Context, cfg spec.Config, sensor SampleSource) (Ba
 	if l.Engine == nil || len(l.Prompts) == 0 {
 		return res, errors.New("qos: the LLM workload needs an engine and prompts")
 	}
-	rec := &layerRecorder{inner: cfg.Governor}
-	cfg.Governor = rec
+	rec := &layerRecorder{inner: cfg.Deps.Governor}
+	cfg.Deps.Governor = rec
 	maxTok, n := l.MaxTokens, l.Ctx
 	if maxTok <= 0 {
 		maxTok = 128

@@ -95,7 +95,7 @@ func AR() Policy {
 			if l == nil {
 				return nil, errNoLLM
 			}
-			return l.Workload(spec.Config{Mode: spec.Off}, nil), nil
+			return l.Workload(spec.Config{Mode: spec.ModeOff}, nil), nil
 		}}
 }
 
@@ -107,9 +107,9 @@ func Spec(draftMax int) Policy {
 			if l == nil {
 				return nil, errNoLLM
 			}
-			mode := spec.Chain
+			mode := spec.ModeChain
 			if l.Engine.Draft == nil {
-				mode = spec.NgramM
+				mode = spec.ModeNgram
 			}
 			return l.Workload(spec.Config{Mode: mode, DraftMax: draftMax}, nil), nil
 		}}
@@ -126,7 +126,7 @@ func FreqLimit(tokPerS float64) Policy {
 			if !(tokPerS > 0) {
 				return nil, fmt.Errorf("qos: freq-limit rate %v tok/s must be positive", tokPerS)
 			}
-			return l.Workload(spec.Config{Mode: spec.Off, Governor: &RateCap{TokPerS: tokPerS}}, nil), nil
+			return l.Workload(spec.Config{Mode: spec.ModeOff, Deps: spec.Deps{Governor: &RateCap{TokPerS: tokPerS}}}, nil), nil
 		}}
 }
 
@@ -141,7 +141,7 @@ func ChunkSleep(layers int, sleep time.Duration) Policy {
 			if layers < 1 || sleep < 0 || sleep > time.Second {
 				return nil, fmt.Errorf("qos: chunk-sleep needs ≥ 1 layer per chunk and a sleep in [0, 1s]")
 			}
-			return l.Workload(spec.Config{Mode: spec.Off, Governor: &ChunkSleeper{Layers: layers, Sleep: sleep}}, nil), nil
+			return l.Workload(spec.Config{Mode: spec.ModeOff, Deps: spec.Deps{Governor: &ChunkSleeper{Layers: layers, Sleep: sleep}}}, nil), nil
 		}}
 }
 

@@ -33,7 +33,7 @@ func Elastic(p elastic.Policy, draftMax int) Policy {
 			g := elastic.New(elastic.Config{Policy: p, Baselines: base, BaselineSource: src, Gains: gains,
 				CPUTime: elastic.ProcessCPUTime, Threads: l.Engine.Draft.Pool.Threads()})
 			src2 := &governorSamples{g: g}
-			w := l.Workload(spec.Config{Mode: spec.Chain, DraftMax: draftMax, Governor: g}, src2)
+			w := l.Workload(spec.Config{Mode: spec.ModeChain, DraftMax: draftMax, Deps: spec.Deps{Governor: g}}, src2)
 			return BackgroundFunc(func(ctx context.Context) (BackgroundResult, error) {
 				if src2.since == 0 {
 					src2.since = elastic.Monotonic()

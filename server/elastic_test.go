@@ -32,7 +32,7 @@ func TestElasticPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := elastic.New(elastic.Config{Policy: elastic.Balanced, Baselines: b})
-	s := New(e, Options{Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}, Elastic: g})
+	s := New(e, Options{Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}, Elastic: g})
 	ts := httptestServer(t, s)
 	if p := s.sched.getPolicy(); p != PolicyElastic {
 		t.Fatalf("a balanced governor should start the server in elastic, got %s", p)

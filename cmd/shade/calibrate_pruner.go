@@ -12,6 +12,7 @@ import (
 	"shade/bench"
 	"shade/calib"
 	"shade/engine"
+	"shade/flash"
 	"shade/sample"
 	"shade/spec"
 )
@@ -92,12 +93,12 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 		return fmt.Errorf("the target has %d layer: nothing to prune after", L)
 	}
 	if layer == 0 {
-		layer = spec.DefaultPruneLayer(L)
+		layer = flash.DefaultPruneLayer(L)
 	}
 	if layer >= L {
 		return fmt.Errorf("--prune-layer %d: the target has %d layers", layer, L)
 	}
-	ls, err := e.Lever(stderr)
+	ls, err := e.FlashResources(stderr)
 	if err != nil {
 		return err
 	}
@@ -105,16 +106,16 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 	// sees the deep and wide branches it will have to judge, and more of them.
 	cm := *ls.Cost
 	cm.StreamedLayers = L
-	var samples []spec.PruneSample
+	var samples []flash.PruneSample
 	step := 0
-	cfg := spec.Config{Mode: spec.Lever, NoPrune: true, PruneLayer: layer, Cost: &cm,
-		PruneTrace: func(s []spec.PruneSample) {
+	cfg := spec.Config{Mode: spec.ModeFlash, PruneLayer: layer, Ablation: spec.Ablation{NoPrune: true},
+		Deps: spec.Deps{Flash: &flash.Setup{Cost: &cm, Trace: func(s []flash.PruneSample) {
 			step++
 			for _, x := range s {
 				x.Step = step
 				samples = append(samples, x)
 			}
-		}}
+		}}}}
 	for i, p := range prompts {
 		fmt.Fprintf(stderr, "calibrate: pruner: prompt %d of %d\n", i+1, len(prompts))
 		if _, err := e.Generate(ctx, engine.Request{Prompt: p, MaxTokens: tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg},
@@ -128,7 +129,7 @@ func calibratePruner(ctx context.Context, a *calibrateArgs, layer, tokens int, r
 	if err != nil {
 		return err
 	}
-	p, rep, err := spec.TrainPruner(samples, spec.TrainOptions{Layer: layer, Layers: L, Recall: recall})
+	p, rep, err := flash.TrainPruner(samples, flash.TrainOptions{Layer: layer, Layers: L, Recall: recall})
 	if err != nil {
 		return fmt.Errorf("%w (from %d steps over %d prompts: more prompts or --pruner-tokens may help)", err, step, len(prompts))
 	}

@@ -42,7 +42,7 @@ func (f *policyFlag) apply(ctx context.Context, e *engine.Engine, target, draft 
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "shade: %s\n", note)
-	cfg.Governor = g
+	cfg.Deps.Governor = g
 	return g, nil
 }
 

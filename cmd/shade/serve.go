@@ -80,8 +80,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Lever's cost model is measured (if not stored) before layers stream,
 	// so its compute timings are not I/O.
-	if cfg.Mode == spec.Lever {
-		if _, err := e.Lever(stderr); err != nil {
+	if cfg.Mode == spec.ModeFlash {
+		if _, err := e.FlashResources(stderr); err != nil {
 			return err
 		}
 	}
@@ -169,7 +169,7 @@ func serveGovernor(ctx context.Context, pf *policyFlag, e *engine.Engine, target
 	if err != nil {
 		return nil, err
 	}
-	if draft == "" || cfg.Mode == spec.Off || cfg.Mode == spec.NgramM {
+	if draft == "" || cfg.Mode == spec.ModeOff || cfg.Mode == spec.ModeNgram {
 		if p != elastic.Off {
 			return nil, fmt.Errorf("--policy %v needs speculation with a draft model (--draft FILE): its layers are the contention sensor", p)
 		}

@@ -1,19 +1,23 @@
 // Package testutil holds the helpers several packages' tests share:
 // finding and copying the shared conformance models, opening a model,
-// writing a GGUF file in memory and running a decoder to n tokens. It is
+// writing a GGUF file in memory, running a decoder to n tokens and testing
+// the distribution of its first token. It is
 // imported by tests only; packages below model (gguf, quant, model itself)
 // cannot use it, since it imports model.
 package testutil
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"shade/cost"
 	"shade/gguf"
 	"shade/model"
+	"shade/sample"
 )
 
 // ConformanceDir is the shared conformance pack (../shared/testdata/conformance
@@ -111,4 +115,99 @@ func Decode(t testing.TB, d Stepper, prompt []int32, n int) []int32 {
 func ConformanceModel(t testing.TB, name string) *model.Model {
 	t.Helper()
 	return OpenModel(t, Conformance(t, name))
+}
+
+// FirstTokenDistribution is the probability of each token under p at the
+// first position after prompt, as the target's own sampler gives it.
+func FirstTokenDistribution(t testing.TB, target *model.Model, p sample.Params, prompt []int32) []float64 {
+	t.Helper()
+	st, err := target.NewState(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Forward(model.Chain(prompt)); err != nil {
+		t.Fatal(err)
+	}
+	logits := make([]float32, target.Config.Vocab)
+	if err := st.Logits([]int{len(prompt) - 1}, logits); err != nil {
+		t.Fatal(err)
+	}
+	sm, err := sample.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, target.Config.Vocab)
+	for _, c := range sm.Distribution(logits) {
+		want[c.ID] = float64(c.P)
+	}
+	return want
+}
+
+// FirstTokenCounts starts d from prompt n times and counts the first
+// token each first step produces, over a vocabulary of vocab tokens.
+func FirstTokenCounts(t testing.TB, d Stepper, prompt []int32, n, vocab int) []float64 {
+	t.Helper()
+	counts := make([]float64, vocab)
+	for range n {
+		if err := d.Start(prompt); err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.Step(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[out[0]]++
+	}
+	return counts
+}
+
+// ChiSquare is the chi-square statistic of counts of n draws against the
+// probabilities p and its degrees of freedom, tokens expected fewer than
+// 5 times pooled into one bin.
+func ChiSquare(counts, p []float64, n int) (float64, int) {
+	var chi2, poolObs, poolExp float64
+	bins := 0
+	for i, pi := range p {
+		exp := pi * float64(n)
+		if exp < 5 {
+			poolObs += counts[i]
+			poolExp += exp
+			continue
+		}
+		d := counts[i] - exp
+		chi2 += d * d / exp
+		bins++
+	}
+	if poolExp > 0 {
+		d := poolObs - poolExp
+		chi2 += d * d / math.Max(poolExp, 1)
+		bins++
+	}
+	return chi2, bins - 1
+}
+
+// ChiSquareCritical is the 0.999 quantile of the chi-square distribution
+// with df degrees of freedom (Wilson–Hilferty).
+func ChiSquareCritical(df int) float64 {
+	k := float64(df)
+	z := 3.090
+	x := 1 - 2/(9*k) + z*math.Sqrt(2/(9*k))
+	return k * x * x * x
+}
+
+// ToyCost is a cost model where a verify pass costs compute per row on
+// every layer plus, for its streamed layers, a read of io seconds paid
+// once; a draft pass costs draft seconds for one row, four times that for 64.
+func ToyCost(layers, streamed int, io, perRow, draft float64) *cost.Model {
+	m := &cost.Model{
+		Batches: []int{1, 64}, Layers: layers, LayerBytes: 1 << 20, DiskBps: float64(1<<20) / max(io, 1e-12),
+		DraftPass:   []float64{draft, 4 * draft},
+		TargetLayer: []float64{perRow, 64 * perRow},
+		TargetHead:  []float64{perRow, 8 * perRow},
+		Direct:      true, StreamedLayers: streamed,
+	}
+	if io == 0 {
+		m.DiskBps = 0
+	}
+	return m
 }

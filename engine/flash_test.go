@@ -9,6 +9,7 @@ import (
 
 	"shade/calib"
 	"shade/cost"
+	"shade/flash"
 	"shade/internal/testutil"
 	"shade/sample"
 	"shade/spec"
@@ -36,7 +37,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 	}
 	// Without stored calibrations: the cost model is measured, pruning off.
 	r := req
-	r.Spec = spec.Config{Mode: spec.Lever}
+	r.Spec = spec.Config{Mode: spec.ModeFlash}
 	st, err := e.Generate(context.Background(), r, noop)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 	if !slices.Equal(st.Tokens, plain.Tokens) {
 		t.Errorf("lever output differs from plain decoding")
 	}
-	if ls, _ := e.Lever(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
+	if ls, _ := e.FlashResources(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
 		t.Errorf("setup without calibrations: %+v", ls)
 	}
 	if st.Spec.PruneNote == "" {
@@ -58,7 +59,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 	if _, err := calib.Save(path, CalibCost, &cm); err != nil {
 		t.Fatal(err)
 	}
-	p := &spec.Pruner{Layer: 3, Layers: 5, Version: 1, Mean: make([]float64, 6), Std: []float64{1, 1, 1, 1, 1, 1},
+	p := &flash.Pruner{Layer: 3, Layers: 5, Version: 1, Mean: make([]float64, 6), Std: []float64{1, 1, 1, 1, 1, 1},
 		Weights: []float64{10, 0, 0, 0, 0, 0}, Bias: -5, Threshold: 0.7, MaxFrac: 0.9, MinKeep: 1}
 	if _, err := calib.Save(path, CalibPruner, p); err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 	if err := e2.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := e2.Lever(nil)
+	ls, err := e2.FlashResources(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 		t.Fatalf("stored calibrations not used: %+v", ls)
 	}
 	// Stream every layer as far as the cost model knows.
-	r.Spec = spec.Config{Mode: spec.Lever, Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}
+	r.Spec = spec.Config{Mode: spec.ModeFlash, Deps: spec.Deps{Flash: &flash.Setup{Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}}}
 	st, err = e2.Generate(context.Background(), r, noop)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestShortGenerationTimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 2, Sampling: sample.Params{Temp: 0},
-		Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}}, func(string) error { return nil })
+		Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}}, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestDraftProfileStored(t *testing.T) {
 		t.Fatalf("fresh pair: note %q", e.DraftProfileNote)
 	}
 	req := Request{Prompt: "Once upon a time", MaxTokens: 24, IgnoreEOS: true, Sampling: sample.Params{Temp: 0},
-		Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}}
+		Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}}
 	if _, err := e.Generate(context.Background(), req, func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // Safe for concurrent use.
 type Estimates struct {
 	mu sync.Mutex
-	c  controller
+	c  sizer
 }
 
 // NewEstimates returns estimates with no observations (a weak prior).
@@ -22,15 +22,7 @@ func NewEstimates() *Estimates {
 	return e
 }
 
-type draftKind int
-
-const (
-	draftNone draftKind = iota
-	draftNgram
-	draftModel
-)
-
-// controller sizes drafts in auto mode. It keeps decayed estimates of the
+// sizer sizes drafts in auto mode. It keeps decayed estimates of the
 // per-token acceptance of each drafter (the chance a drafted token is kept
 // given the one before it was), of the draft model's cost per token, and of
 // the verify pass's cost as a + b·rows; then it picks the draft length k
@@ -41,7 +33,7 @@ const (
 // against plain decoding's 1 / a. When no k beats plain decoding it drafts
 // nothing, probing with one token now and then so that it notices when
 // drafts become good again.
-type controller struct {
+type sizer struct {
 	max        int        // longest draft the estimates cover
 	limit      int        // the current decoder's --draft-max
 	succ, tri  [3]float64 // decayed accepted / tried tokens per drafter
@@ -61,7 +53,7 @@ const (
 	plainEvery  = 64  // drafted steps between plain ones that re-measure a
 )
 
-func (c *controller) init(maxLen int) {
+func (c *sizer) init(maxLen int) {
 	c.max, c.limit = maxLen, maxLen
 	for k := range c.succ { // a weak prior: acceptance 0.5
 		c.succ[k], c.tri[k] = 1, 2
@@ -78,7 +70,7 @@ func ewma(old, x float64) float64 {
 // observe records one step. catchup is how many tokens the draft model had
 // to feed before drafting: a long catch-up (after steps it sat out) is a
 // one-off cost, not what drafting costs per token, so it is not measured.
-func (c *controller) observe(drafted, accepted int, draft, verify time.Duration, kind draftKind, catchup int) {
+func (c *sizer) observe(drafted, accepted int, draft, verify time.Duration, kind DraftKind, catchup int) {
 	v := verify.Seconds()
 	c.sincePlain++
 	if drafted == 0 {
@@ -88,10 +80,10 @@ func (c *controller) observe(drafted, accepted int, draft, verify time.Duration,
 	if c.verify1 > 0 {
 		c.verifyRow = ewma(c.verifyRow, max(0, (v-c.verify1)/float64(drafted)))
 	}
-	if kind == draftModel && catchup <= 2 {
+	if kind == DraftModel && catchup <= 2 {
 		c.draftTok = ewma(c.draftTok, draft.Seconds()/float64(drafted))
 	}
-	if kind == draftNgram {
+	if kind == DraftNgram {
 		c.ngramStep = ewma(c.ngramStep, draft.Seconds())
 	}
 	c.succ[kind] = decay*c.succ[kind] + float64(accepted)
@@ -101,19 +93,19 @@ func (c *controller) observe(drafted, accepted int, draft, verify time.Duration,
 	}
 }
 
-func (c *controller) alpha(kind draftKind) float64 {
+func (c *sizer) alpha(kind DraftKind) float64 {
 	return min(0.99, c.succ[kind]/max(c.tri[kind], 1e-9))
 }
 
 // best returns the draft length with the best expected rate, 0 for none.
 // Until the draft model's cost is measured, drafts stay short.
-func (c *controller) best(kind draftKind, perToken float64, limit int) int {
-	if kind == draftModel && perToken == 0 {
+func (c *sizer) best(kind DraftKind, perToken float64, limit int) int {
+	if kind == DraftModel && perToken == 0 {
 		limit = min(limit, 2)
 	}
 	a := c.alpha(kind)
 	fixed := 0.0 // a cost every drafted step pays whatever its length
-	if kind == draftNgram {
+	if kind == DraftNgram {
 		fixed = c.ngramStep
 	}
 	bestK, bestRate := 0, 1/c.verify1
@@ -150,7 +142,7 @@ func (c *controller) best(kind draftKind, perToken float64, limit int) int {
 
 // plainStep reports whether this step should draft nothing, to measure the
 // plain step's cost: first, and then every plainEvery steps.
-func (c *controller) plainStep() bool {
+func (c *sizer) plainStep() bool {
 	if c.verify1 == 0 || c.sincePlain >= plainEvery {
 		c.sincePlain = 0
 		return true
@@ -158,6 +150,70 @@ func (c *controller) plainStep() bool {
 	return false
 }
 
-func (c *controller) ngramLen(limit int) int { return c.best(draftNgram, 0, min(c.max, limit)) }
+func (c *sizer) ngramLen(limit int) int { return c.best(DraftNgram, 0, min(c.max, limit)) }
 
-func (c *controller) modelLen() int { return c.best(draftModel, c.draftTok, min(c.max, c.limit)) }
+func (c *sizer) modelLen() int { return c.best(DraftModel, c.draftTok, min(c.max, c.limit)) }
+
+// auto is ModeAuto's strategy: n-gram lookup is nearly free, so it is
+// tried first; the sizer sizes the model draft (possibly to nothing) from
+// the acceptance and step costs it has observed.
+type auto struct {
+	plain
+	est   *Estimates
+	ngram *Ngram
+	kind  DraftKind
+}
+
+func newAuto(cfg Config) *auto {
+	est := cfg.Deps.Estimates
+	if est == nil {
+		est = NewEstimates()
+	}
+	return &auto{est: est, ngram: NewNgram(cfg.NgramMin, cfg.NgramMax)}
+}
+
+func (a *auto) Draft(s *Step) (DraftKind, error) {
+	a.kind = DraftNone
+	room := s.Room
+	a.est.mu.Lock()
+	plain := a.est.c.plainStep()
+	kNgram := 0
+	if !plain {
+		kNgram = a.est.c.ngramLen(min(s.Config.DraftMax, room))
+	}
+	a.est.mu.Unlock()
+	if plain {
+		a.ngram.sync(s.Context)
+		return DraftNone, nil
+	}
+	if kNgram > 0 && a.ngram.Propose(s.Context, kNgram, s.Tree) > 0 {
+		a.kind = DraftNgram
+		return a.kind, nil
+	}
+	if s.Drafter == nil {
+		return DraftNone, nil
+	}
+	a.est.mu.Lock()
+	a.est.c.limit = s.Config.DraftMax
+	kModel := a.est.c.modelLen()
+	a.est.mu.Unlock()
+	k := min(kModel, room)
+	if k <= 0 {
+		return DraftNone, nil
+	}
+	a.kind = DraftModel
+	return a.kind, s.Drafter.Draft(s.Context, Shape{Width: 1, Depth: k, Max: k}, s.Tree)
+}
+
+// Observe weighs the step: the verify cost the sizer learns includes the
+// step's book-keeping (commit, draft sync), which on a small model is not
+// negligible.
+func (a *auto) Observe(s *Step) {
+	catchup := 0
+	if a.kind == DraftModel {
+		catchup = s.Drafter.catchup
+	}
+	a.est.mu.Lock()
+	a.est.c.observe(s.Tree.Len(), len(s.Path), s.DraftTime, s.StepTime-s.DraftTime, a.kind, catchup)
+	a.est.mu.Unlock()
+}
