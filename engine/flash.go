@@ -81,9 +81,6 @@ type FlashResources struct {
 	CostSource string // "stored" or "measured at start-up"
 	Pruner     *flash.Pruner
 	PrunerNote string // why there is none, or where it came from
-	// Learned is what flash mode has learned of this machine's speed
-	// against the cost model; requests share it.
-	Learned *flash.Learned
 }
 
 // FlashResources resolves (once) and returns what the engine's flash mode
@@ -94,7 +91,7 @@ func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
 	if e.lever != nil {
 		return e.lever, nil
 	}
-	ls := &FlashResources{Learned: new(flash.Learned)}
+	ls := &FlashResources{}
 	var stored cost.Model
 	ok := false
 	if e.Path != "" {
@@ -144,7 +141,8 @@ func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
 
 // applyFlash gives a flash-mode config its strategy's setup: the request's
 // own (a *flash.Setup in Deps.Flash) with what it leaves unset filled from
-// the engine's resources, the cost model told what streams now.
+// the engine's resources, the cost model told what streams now, and the
+// cost estimator of cfg's estimates. It runs after the estimates are set.
 func (e *Engine) applyFlash(cfg *spec.Config) error {
 	if cfg.Mode != spec.ModeFlash {
 		return nil
@@ -167,8 +165,10 @@ func (e *Engine) applyFlash(cfg *spec.Config) error {
 	if su.Pruner == nil && !cfg.Ablation.NoPrune {
 		su.Pruner = ls.Pruner
 	}
-	if su.Learned == nil {
-		su.Learned = ls.Learned
+	// What flash mode learns of the machine goes into the estimator auto
+	// mode uses too, shared by the engine's requests for this pair.
+	if su.Estimator == nil && cfg.Deps.Estimates != nil {
+		su.Estimator = cfg.Deps.Estimates.Costs()
 	}
 	cfg.Deps.Flash = &su
 	return nil

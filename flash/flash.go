@@ -42,14 +42,18 @@ type Setup struct {
 	// training data of the predictor. Features are taken after
 	// Config.PruneLayer (default 60% of the target's depth).
 	Trace func([]PruneSample)
-	// Learned, if set, is where the strategy keeps what it learns of the
-	// machine, shared by the generations that use it; nil: per decoder.
-	Learned *Learned
+	// Estimator, if set, is the cost estimator the strategy corrects the
+	// cost model by and teaches, shared by the generations that use it
+	// (and by auto mode); nil: one per decoder.
+	Estimator *cost.Estimator
 }
 
 // Make is a new strategy for one decoder.
 func (su *Setup) Make(cfg spec.Config) (spec.Strategy, error) {
-	f := &strategy{cfg: cfg, pruner: su.Pruner, trace: su.Trace, learned: su.Learned}
+	f := &strategy{cfg: cfg, pruner: su.Pruner, trace: su.Trace, est: su.Estimator}
+	if f.est == nil {
+		f.est = new(cost.Estimator)
+	}
 	if su.Cost != nil {
 		c := *su.Cost
 		f.cost = &c
@@ -61,10 +65,10 @@ func (su *Setup) Make(cfg spec.Config) (spec.Strategy, error) {
 // pruning features, which nodes were pruned and which form the draft's
 // main path, and what it has learned of the machine.
 type strategy struct {
-	cfg     spec.Config
-	pruner  *Pruner
-	trace   func([]PruneSample)
-	learned *Learned
+	cfg    spec.Config
+	pruner *Pruner
+	trace  func([]PruneSample)
+	est    *cost.Estimator
 
 	layer   int  // target layers run before pruning; 0: no stop mid-pass
 	pruning bool // a predictor is set and pruning is on
@@ -81,21 +85,16 @@ type strategy struct {
 	kids    []int32
 	sampled bool // the step had features taken
 	samples []PruneSample
-	// perNode is the decayed mean of a step's other time per tree node
-	// (what a node costs beyond the cost model's passes).
-	perNode float64
 	// cost is this decoder's copy of the cost model, its compute and
-	// draft scales learned from the steps so far; the verify pass's
-	// shape feeds the learning.
+	// draft scales corrected by the estimator; the verify pass's shape
+	// feeds the estimator.
 	cost                   *cost.Model
 	verifyRows, verifyKept int
-	fit                    rowFit
-	tiles                  tileTimes
 }
 
 func (f *strategy) Init(s *spec.Step) error {
 	layers := s.Target.Model().Config.Layers
-	f.learned.load(f)
+	f.est.Apply(f.cost)
 	switch {
 	case f.cfg.Ablation.NoPrune:
 		s.Stats.PruneNote = "off (--no-prune)"
@@ -143,7 +142,7 @@ func (f *strategy) Draft(s *spec.Step) (spec.DraftKind, error) {
 		err = s.Drafter.Draft(s.Context, spec.Shape{Width: f.cfg.TreeWidth, Depth: f.cfg.TreeDepth, Max: min(f.cfg.DraftMax, s.Room)}, s.Tree)
 	} else {
 		err = s.Drafter.DraftGainCost(s.Context, spec.GainCost{Cost: f.cost, MaxNodes: min(f.cfg.MaxNodes, s.Room),
-			Unbatched: f.cfg.Ablation.NoBatchDraft, PerNode: f.perNode, RowFloor: f.fit.slope(), TileSteps: f.tiles.steps()}, s.Tree)
+			Unbatched: f.cfg.Ablation.NoBatchDraft, PerNode: f.est.PerNode(), RowFloor: f.est.RowFloor(), TileSteps: f.est.TileSteps()}, s.Tree)
 	}
 	s.Stats.DraftPasses += s.Drafter.DraftPasses()
 	s.Stats.MaxTree = max(s.Stats.MaxTree, s.Tree.Len())
@@ -291,31 +290,22 @@ func (f *strategy) afterStep(s *spec.Step) {
 	f.trace(f.samples)
 }
 
-// observeOverhead learns the book-keeping per node from a finished step:
-// its time beyond the model's passes (the target's and the draft's).
+// observeOverhead teaches the estimator the book-keeping per node of a
+// finished step: its time beyond the model's passes (the target's and the
+// draft's).
 func (f *strategy) observeOverhead(s *spec.Step) {
-	n := s.Tree.Len()
 	other := s.StepTime - s.PassTime - s.HeadTime
 	if s.Drafter != nil {
 		_, took := s.Drafter.LastPasses()
 		other -= took
 	}
-	if n == 0 || other < 0 {
-		return
-	}
-	x := other.Seconds() / float64(n+1)
-	if f.perNode == 0 {
-		f.perNode = x
-	} else {
-		f.perNode = 0.8*f.perNode + 0.2*x
-	}
+	f.est.ObserveOverhead(s.Tree.Len(), other)
 }
 
-// learnScales fits the cost model's compute and draft scales to the step
-// just run (decayed means), so that gain-cost trees are sized by what the
-// machine does now, not when it was calibrated.
+// learnScales teaches the estimator the step's verify pass and draft, so
+// that gain-cost trees are sized by what the machine does now, not when
+// it was calibrated; it corrects this decoder's cost model as it goes.
 func (f *strategy) learnScales(s *spec.Step) {
-	defer f.learned.store(f)
 	c := f.cost
 	if c == nil {
 		return
@@ -324,36 +314,11 @@ func (f *strategy) learnScales(s *spec.Step) {
 	if f.verifyKept < f.verifyRows {
 		pruneAt = f.layer
 	}
-	f.fit.add(float64(f.verifyKept), s.PassTime.Seconds())
-	// The pass was shorter by the reads the draft hid (cost.Model.Overlap):
-	// the compute scale is fitted to the pass without that head start.
-	took := s.PassTime.Seconds()
 	var passRows []int
 	var draftTook time.Duration
 	if s.Drafter != nil {
 		passRows, draftTook = s.Drafter.LastPasses()
-		took += c.Overlap(draftTook.Seconds(), f.verifyRows)
 	}
-	f.tiles.add(f.verifyRows, took)
-	if sc, ok := c.FitComputeScale(f.verifyRows, f.verifyKept, pruneAt, took); ok {
-		c.ComputeScale = 0.7*scaleOr1(c.ComputeScale) + 0.3*sc
-	}
-	if draftTook <= 0 {
-		return
-	}
-	var want float64
-	for _, b := range passRows {
-		want += c.Draft(b) / scaleOr1(c.DraftScale)
-	}
-	if want > 0 {
-		sc := min(max(draftTook.Seconds()/want, 1.0/8), 8)
-		c.DraftScale = 0.7*scaleOr1(c.DraftScale) + 0.3*sc
-	}
-}
-
-func scaleOr1(s float64) float64 {
-	if s > 0 {
-		return s
-	}
-	return 1
+	f.est.ObservePass(c, f.verifyRows, f.verifyKept, pruneAt, s.PassTime, draftTook)
+	f.est.ObserveDraft(c, passRows, draftTook)
 }

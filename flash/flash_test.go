@@ -1,7 +1,6 @@
 package flash
 
 import (
-	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -217,28 +216,5 @@ func TestTrainPruner(t *testing.T) {
 	bad.Layer = L
 	if bad.Validate(L) == nil {
 		t.Error("a prune layer past the last accepted")
-	}
-}
-
-// TestTileSteps: verify passes timed by how many kernel tiles their rows
-// took give what one more tile costs, once both sizes were seen.
-func TestTileSteps(t *testing.T) {
-	var lv tileTimes
-	if steps := lv.steps(); steps[0] != 0 {
-		t.Fatalf("nothing seen: steps %v", steps)
-	}
-	for range 3 {
-		lv.add(9, 0.7)  // one tile
-		lv.add(16, 0.7) // one tile, full
-		lv.add(17, 1.0) // two tiles
-	}
-	steps := lv.steps()
-	if math.Abs(steps[0]-0.3) > 1e-9 || steps[1] != 0 {
-		t.Fatalf("steps %v, want [0.3 0 …]", steps)
-	}
-	// A pass of more tiles than are kept is not counted.
-	lv.add(1000, 5)
-	if got := lv.steps(); math.Abs(got[0]-0.3) > 1e-9 {
-		t.Fatalf("an oversized pass moved the steps: %v", got)
 	}
 }

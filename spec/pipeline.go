@@ -116,6 +116,7 @@ type Decoder struct {
 	draft    *ModelDrafter
 	strategy Strategy
 	step     Step
+	est      *Estimates
 
 	ctx    []int32 // accepted text; its last token is the pending one
 	tree   Tree
@@ -146,8 +147,11 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 		verify: newVerifier(sampler, vocab), logits: make([]float32, vocab), Prefill: 256}
 	d.gov = cfg.Deps.Governor
 	d.targetHook = d.targetLayer
+	if d.est = cfg.Deps.Estimates; d.est == nil {
+		d.est = NewEstimates()
+	}
 	var err error
-	if d.strategy, err = newStrategy(cfg, draft); err != nil {
+	if d.strategy, err = newStrategy(cfg, d.est); err != nil {
 		return nil, err
 	}
 	if d.gov != nil {
@@ -164,7 +168,7 @@ func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafte
 }
 
 // newStrategy is the mode's strategy.
-func newStrategy(cfg Config, draft *ModelDrafter) (Strategy, error) {
+func newStrategy(cfg Config, est *Estimates) (Strategy, error) {
 	switch cfg.Mode {
 	case ModeOff:
 		return plain{}, nil
@@ -175,7 +179,7 @@ func newStrategy(cfg Config, draft *ModelDrafter) (Strategy, error) {
 	case ModeNgram:
 		return &ngramDraft{ngram: NewNgram(cfg.NgramMin, cfg.NgramMax)}, nil
 	case ModeAuto:
-		return newAuto(cfg), nil
+		return newAuto(cfg, est), nil
 	case ModeFlash:
 		if cfg.Deps.Flash == nil {
 			return nil, errors.New("spec: flash mode needs its strategy (Deps.Flash: a *flash.Setup)")
@@ -321,6 +325,14 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	t3 := time.Now()
 	s.DraftTime, s.PassTime, s.HeadTime, s.StepTime = t1.Sub(t0), tPass.Sub(t1), d.headTime, t3.Sub(t0)
 	d.strategy.Observe(s)
+	catchup := 0
+	if kind == DraftModel {
+		catchup = d.draft.catchup
+	}
+	// Every mode's steps teach the estimates auto sizes by; the verify
+	// cost includes the step's book-keeping (commit, draft sync), which on
+	// a small model is not negligible.
+	d.est.observe(n, len(path), s.DraftTime, s.StepTime-s.DraftTime, kind, catchup)
 	d.stats.DraftTime += t1.Sub(t0)
 	d.stats.VerifyTime += t2.Sub(t1)
 	d.stats.OtherTime += time.Since(t2)
