@@ -52,8 +52,8 @@ type Engine struct {
 	// DraftRanks started from a stored acceptance profile.
 	DraftPath        string
 	DraftProfileNote string
-	leverMu          sync.Mutex
-	lever            *FlashResources
+	flashMu          sync.Mutex
+	flash            *FlashResources
 	budget           int64
 	budgetOpts       weights.Options
 }

@@ -86,10 +86,10 @@ type FlashResources struct {
 // FlashResources resolves (once) and returns what the engine's flash mode
 // runs with. log, if not nil, is told what was loaded or measured.
 func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
-	e.leverMu.Lock()
-	defer e.leverMu.Unlock()
-	if e.lever != nil {
-		return e.lever, nil
+	e.flashMu.Lock()
+	defer e.flashMu.Unlock()
+	if e.flash != nil {
+		return e.flash, nil
 	}
 	ls := &FlashResources{}
 	var stored cost.Model
@@ -135,7 +135,7 @@ func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
 	if log != nil {
 		fmt.Fprintf(log, "lever: cost model %s in %v; pruning predictor: %s; acceptance profile: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote, e.DraftProfileNote)
 	}
-	e.lever = ls
+	e.flash = ls
 	return ls, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // calibrations stored beside it do not touch the shared pack.
 var copyModel = testutil.CopyConformance
 
-func TestLeverModeAndCalibrations(t *testing.T) {
+func TestFlashModeAndCalibrations(t *testing.T) {
 	path := copyModel(t, "stories260K.gguf")
 	e, err := Load(path, 2)
 	if err != nil {
@@ -43,7 +43,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(st.Tokens, plain.Tokens) {
-		t.Errorf("lever output differs from plain decoding")
+		t.Errorf("flash mode: output differs from plain decoding")
 	}
 	if ls, _ := e.FlashResources(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
 		t.Errorf("setup without calibrations: %+v", ls)
@@ -54,7 +54,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 
 	// Stored ones are used by a new engine: a cost model that makes every
 	// layer stream slowly (big trees) and a predictor.
-	cm := *e.lever.Cost
+	cm := *e.flash.Cost
 	cm.DiskBps, cm.LayerBytes = 1e6, 1e5
 	if _, err := calib.Save(path, CalibCost, &cm); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(st.Tokens, plain.Tokens) {
-		t.Errorf("lever with pruning: output differs from plain decoding")
+		t.Errorf("flash mode with pruning: output differs from plain decoding")
 	}
 	if st.Spec.PruneNote != "" || st.Spec.MaxTree < 8 {
 		t.Errorf("with a stored predictor and streamed layers: note %q, largest tree %d", st.Spec.PruneNote, st.Spec.MaxTree)
