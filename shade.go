@@ -79,9 +79,9 @@ func Open(path string, opt *Options) (*Model, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
-	mode := spec.Off
+	mode := spec.ModeOff
 	if opt.Draft != "" {
-		mode = spec.Auto
+		mode = spec.ModeAuto
 	}
 	if opt.Spec != "" {
 		var err error
@@ -142,7 +142,7 @@ func (m *Model) SetPolicy(policy string) error {
 		g.SetPolicy(p)
 		return nil
 	}
-	if m.e.Draft == nil || m.spec.Mode == spec.Off || m.spec.Mode == spec.NgramM {
+	if m.e.Draft == nil || m.spec.Mode == spec.ModeOff || m.spec.Mode == spec.ModeNgram {
 		return fmt.Errorf("shade: policy %v needs speculation with a draft model (Options.Draft): its layers are the contention sensor", p)
 	}
 	st, err := m.e.ElasticStart(context.Background())

@@ -53,10 +53,8 @@ type FlashResult struct {
 	PrunedShare   float64 `json:"pruned_share,omitempty"`
 	HeadRows      float64 `json:"head_rows_per_step,omitempty"`
 	// DraftShare is the share of the steps' time spent drafting (the
-	// rest verifies and books); PreDrafted the share of steps whose tree
-	// was drafted during the previous step's verification (lever).
+	// rest verifies and books).
 	DraftShare float64 `json:"draft_share"`
-	PreDrafted float64 `json:"pre_drafted,omitempty"`
 	Lossless   bool    `json:"same_output_as_ar"`
 	Streamed   int     `json:"streamed_layers"`
 }
@@ -120,7 +118,7 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 		}
 	}
 	rep := FlashReport{Prompts: len(o.Prompts), Tokens: o.Tokens, Warmup: o.WarmupTokens, Layers: e.Model.Config.Layers}
-	ls, err := e.Lever(nil) // measured before any layer streams
+	ls, err := e.FlashResources(nil) // measured before any layer streams
 	if err != nil {
 		return rep, err
 	}
@@ -143,10 +141,10 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 		return c
 	}
 	main := []flashMode{
-		{"flash-ar", with(spec.Off, nil)},
-		{"chain", with(spec.Chain, nil)},
-		{"tree", with(spec.TreeM, nil)},
-		{"lever", with(spec.Lever, nil)},
+		{"flash-ar", with(spec.ModeOff, nil)},
+		{"chain", with(spec.ModeChain, nil)},
+		{"tree", with(spec.ModeTree, nil)},
+		{"lever", with(spec.ModeFlash, nil)},
 	}
 	for _, b := range o.Budgets {
 		res, err := runFlashBudget(ctx, e, o, b, main, progress)
@@ -160,13 +158,12 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 	}
 	if o.AblationBudget > 0 {
 		abl := []flashMode{
-			{"flash-ar", with(spec.Off, nil)},
-			{"lever", with(spec.Lever, nil)},
-			{"no gain-cost", with(spec.Lever, func(c *spec.Config) { c.NoGainCost = true })},
-			{"no pruning", with(spec.Lever, func(c *spec.Config) { c.NoPrune = true })},
-			{"no lazy head", with(spec.Lever, func(c *spec.Config) { c.NoLazyHead = true })},
-			{"no batch draft", with(spec.Lever, func(c *spec.Config) { c.NoBatchDraft = true })},
-			{"+ pre-draft", with(spec.Lever, func(c *spec.Config) { c.PreDraft = true })},
+			{"flash-ar", with(spec.ModeOff, nil)},
+			{"lever", with(spec.ModeFlash, nil)},
+			{"no gain-cost", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoGainCost = true })},
+			{"no pruning", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoPrune = true })},
+			{"no lazy head", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoLazyHead = true })},
+			{"no batch draft", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoBatchDraft = true })},
 		}
 		if rep.Ablation, err = runFlashBudget(ctx, e, o, o.AblationBudget, abl, progress); err != nil {
 			return rep, err
@@ -282,7 +279,6 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 			r.TokensPerStep = float64(t.Generated) / float64(t.Steps)
 			r.TreeNodes = float64(t.Drafted) / float64(t.Steps)
 			r.HeadRows = float64(t.HeadRows) / float64(t.Steps)
-			r.PreDrafted = float64(t.PreDraftHits) / float64(t.Steps)
 		}
 		if all := t.DraftTime + t.VerifyTime + t.OtherTime; all > 0 {
 			r.DraftShare = t.DraftTime.Seconds() / all.Seconds()

@@ -61,8 +61,8 @@ func (l *QoSLLM) run(ctx context.Context, cfg spec.Config, sensor SampleSource) 
 	if l.Engine == nil || len(l.Prompts) == 0 {
 		return res, errors.New("bench qos: the LLM workload needs an engine and prompts")
 	}
-	rec := &layerRecorder{inner: cfg.Governor}
-	cfg.Governor = rec
+	rec := &layerRecorder{inner: cfg.Deps.Governor}
+	cfg.Deps.Governor = rec
 	maxTok, n := l.MaxTokens, l.Ctx
 	if maxTok <= 0 {
 		maxTok = 128
@@ -220,7 +220,7 @@ func ARPolicy(l *QoSLLM) qos.Policy {
 			if l == nil {
 				return nil, errNoLLM
 			}
-			return l.Workload(spec.Config{Mode: spec.Off}, nil), nil
+			return l.Workload(spec.Config{Mode: spec.ModeOff}, nil), nil
 		}}
 }
 
@@ -232,9 +232,9 @@ func SpecPolicy(l *QoSLLM, draftMax int) qos.Policy {
 			if l == nil {
 				return nil, errNoLLM
 			}
-			mode := spec.Chain
+			mode := spec.ModeChain
 			if l.Engine.Draft == nil {
-				mode = spec.NgramM
+				mode = spec.ModeNgram
 			}
 			return l.Workload(spec.Config{Mode: mode, DraftMax: draftMax}, nil), nil
 		}}
@@ -251,7 +251,7 @@ func FreqLimitPolicy(l *QoSLLM, tokPerS float64) qos.Policy {
 			if !(tokPerS > 0) {
 				return nil, fmt.Errorf("bench qos: freq-limit rate %v tok/s must be positive", tokPerS)
 			}
-			return l.Workload(spec.Config{Mode: spec.Off, Governor: &RateCap{TokPerS: tokPerS}}, nil), nil
+			return l.Workload(spec.Config{Mode: spec.ModeOff, Deps: spec.Deps{Governor: &RateCap{TokPerS: tokPerS}}}, nil), nil
 		}}
 }
 
@@ -266,7 +266,7 @@ func ChunkSleepPolicy(l *QoSLLM, layers int, sleep time.Duration) qos.Policy {
 			if layers < 1 || sleep < 0 || sleep > time.Second {
 				return nil, fmt.Errorf("bench qos: chunk-sleep needs ≥ 1 layer per chunk and a sleep in [0, 1s]")
 			}
-			return l.Workload(spec.Config{Mode: spec.Off, Governor: &ChunkSleeper{Layers: layers, Sleep: sleep}}, nil), nil
+			return l.Workload(spec.Config{Mode: spec.ModeOff, Deps: spec.Deps{Governor: &ChunkSleeper{Layers: layers, Sleep: sleep}}}, nil), nil
 		}}
 }
 
@@ -348,7 +348,7 @@ func ElasticPolicy(l *QoSLLM, p elastic.Policy, draftMax int) qos.Policy {
 			}
 			g := st.Governor(p)
 			src2 := &governorSamples{g: g}
-			w := l.Workload(spec.Config{Mode: spec.Chain, DraftMax: draftMax, Governor: g}, src2)
+			w := l.Workload(spec.Config{Mode: spec.ModeChain, DraftMax: draftMax, Deps: spec.Deps{Governor: g}}, src2)
 			return qos.BackgroundFunc(func(ctx context.Context) (qos.BackgroundResult, error) {
 				if src2.since == 0 {
 					src2.since = elastic.Monotonic()

@@ -63,10 +63,10 @@ type SpecReport struct {
 // decoding's (it must: greedy speculation is lossless).
 func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, error) {
 	if len(o.Modes) == 0 {
-		o.Modes = []spec.Mode{spec.Off, spec.Chain, spec.TreeM, spec.NgramM, spec.Auto}
+		o.Modes = []spec.Mode{spec.ModeOff, spec.ModeChain, spec.ModeTree, spec.ModeNgram, spec.ModeAuto}
 	}
-	o.Modes = slices.DeleteFunc(slices.Clone(o.Modes), func(m spec.Mode) bool { return m == spec.Off })
-	o.Modes = append([]spec.Mode{spec.Off}, o.Modes...)
+	o.Modes = slices.DeleteFunc(slices.Clone(o.Modes), func(m spec.Mode) bool { return m == spec.ModeOff })
+	o.Modes = append([]spec.Mode{spec.ModeOff}, o.Modes...)
 	if len(o.Prompts) == 0 {
 		o.Prompts = DefaultPrompts
 	}
@@ -76,7 +76,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 	rep := SpecReport{Prompts: len(o.Prompts), Tokens: o.Tokens}
 	var modes []spec.Mode
 	for _, m := range o.Modes {
-		if e.Draft == nil && (m == spec.Chain || m == spec.TreeM || m == spec.Lever) {
+		if e.Draft == nil && (m == spec.ModeChain || m == spec.ModeTree || m == spec.ModeFlash) {
 			continue
 		}
 		modes = append(modes, m)
@@ -97,9 +97,9 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		for j, mode := range modes {
 			cfg := o.Base
 			cfg.Mode, cfg.DraftMax, cfg.TreeWidth, cfg.TreeDepth = mode, o.DraftMax, o.TreeWidth, o.TreeDepth
-			cfg.Governor = nil
-			if mode != spec.Off {
-				cfg.Governor = o.Governor
+			cfg.Deps.Governor = nil
+			if mode != spec.ModeOff {
+				cfg.Deps.Governor = o.Governor
 			}
 			st, err := e.Generate(ctx, engine.Request{
 				Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg,
@@ -108,7 +108,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 				return rep, fmt.Errorf("bench spec: %v: %w", mode, err)
 			}
 			tps[j] = append(tps[j], st.GenTPS)
-			if mode == spec.Off {
+			if mode == spec.ModeOff {
 				reference = st.Tokens
 			} else if !slices.Equal(st.Tokens, reference) {
 				results[j].Lossless = false

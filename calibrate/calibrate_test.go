@@ -11,6 +11,7 @@ import (
 	"shade/cost"
 	"shade/elastic"
 	"shade/engine"
+	"shade/flash"
 	"shade/spec"
 )
 
@@ -80,12 +81,12 @@ func TestContention(t *testing.T) {
 }
 
 func TestPruner(t *testing.T) {
-	e := open(t, true, engine.Options{Spec: spec.Lever})
+	e := open(t, true, engine.Options{Spec: spec.ModeFlash})
 	r, err := Pruner(context.Background(), e, PrunerOptions{Tokens: 48})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p spec.Pruner
+	var p flash.Pruner
 	if ok, err := calib.Load(e.Path, calib.Pruner, &p); !ok || err != nil || p.Validate(r.Layers) != nil || r.Nodes == 0 {
 		t.Fatalf("stored predictor: %v %v %+v (%d nodes)", ok, err, p, r.Nodes)
 	}

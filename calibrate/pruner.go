@@ -8,13 +8,14 @@ import (
 	"shade/bench"
 	"shade/calib"
 	"shade/engine"
+	"shade/flash"
 	"shade/sample"
 	"shade/spec"
 )
 
 // PrunerOptions configure Pruner.
 type PrunerOptions struct {
-	Layer    int      // target layers run before pruning (0: spec.DefaultPruneLayer)
+	Layer    int      // target layers run before pruning (0: flash.DefaultPruneLayer)
 	Tokens   int      // generated per prompt while collecting nodes (default 128)
 	Recall   float64  // share of surviving nodes the threshold must keep (default 0.98)
 	Prompts  []string // default: bench.DefaultPrompts
@@ -23,8 +24,8 @@ type PrunerOptions struct {
 
 // PrunerResult is what Pruner trained and stored.
 type PrunerResult struct {
-	Pruner  *spec.Pruner
-	Report  spec.PruneReport
+	Pruner  *flash.Pruner
+	Report  flash.PruneReport
 	Layer   int // the layer pruning runs after
 	Layers  int // the target's layers
 	Nodes   int // tree nodes collected
@@ -67,12 +68,12 @@ func Pruner(ctx context.Context, e *engine.Engine, o PrunerOptions) (*PrunerResu
 	}
 	layer := o.Layer
 	if layer == 0 {
-		layer = spec.DefaultPruneLayer(L)
+		layer = flash.DefaultPruneLayer(L)
 	}
 	if layer >= L {
 		return nil, fmt.Errorf("calibrate: prune layer %d: the target has %d layers", layer, L)
 	}
-	ls, err := e.Lever(nil)
+	ls, err := e.FlashResources(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,16 +81,16 @@ func Pruner(ctx context.Context, e *engine.Engine, o PrunerOptions) (*PrunerResu
 	// sees the deep and wide branches it will have to judge, and more of them.
 	cm := *ls.Cost
 	cm.StreamedLayers = L
-	var samples []spec.PruneSample
+	var samples []flash.PruneSample
 	step := 0
-	cfg := spec.Config{Mode: spec.Lever, NoPrune: true, PruneLayer: layer, Cost: &cm,
-		PruneTrace: func(s []spec.PruneSample) {
+	cfg := spec.Config{Mode: spec.ModeFlash, PruneLayer: layer, Ablation: spec.Ablation{NoPrune: true},
+		Deps: spec.Deps{Flash: &flash.Setup{Cost: &cm, Trace: func(s []flash.PruneSample) {
 			step++
 			for _, x := range s {
 				x.Step = step
 				samples = append(samples, x)
 			}
-		}}
+		}}}}
 	for i, p := range prompts {
 		progress(o.Progress, "pruner: prompt %d of %d", i+1, len(prompts))
 		if _, err := e.Generate(ctx, engine.Request{Prompt: p, MaxTokens: o.Tokens, Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg},
@@ -102,7 +103,7 @@ func Pruner(ctx context.Context, e *engine.Engine, o PrunerOptions) (*PrunerResu
 		return nil, err
 	}
 	r.Profile = e.DraftRanks.Profile()
-	p, rep, err := spec.TrainPruner(samples, spec.TrainOptions{Layer: layer, Layers: L, Recall: o.Recall})
+	p, rep, err := flash.TrainPruner(samples, flash.TrainOptions{Layer: layer, Layers: L, Recall: o.Recall})
 	if err != nil {
 		return nil, fmt.Errorf("%w (from %d steps over %d prompts: more prompts or tokens per prompt may help)", err, step, len(prompts))
 	}

@@ -4,9 +4,11 @@
 // row, and how long reading one streamed target layer from storage takes.
 // It measures them (Measure, reading storage the way package weights'
 // streamer does) and answers what a step of a given shape will cost (Draft,
-// Verify, Head); the gain-cost tree builder in package spec spends its rows
-// by it. It does not stream weights itself or
-// decide what is resident: the engine tells it how many layers are streamed.
+// Verify, Head); its Estimator corrects that table online by what steps
+// actually take. The gain-cost tree builder in package spec spends its rows
+// by them; flash mode and auto mode teach them. It does not stream weights
+// itself or decide what is resident: the engine tells it how many layers
+// are streamed.
 package cost
 
 import (
@@ -242,22 +244,6 @@ func (m *Model) Overlap(draft float64, b int) float64 {
 		return 0
 	}
 	return min(draft/io, float64(k)) * max(0, io-m.Layer(b))
-}
-
-// IOWait is how long a verify pass of b rows waits for storage: each
-// streamed layer whose read takes longer than its compute leaves the cores
-// idle for the difference. Other work can run there (a pre-draft).
-func (m *Model) IOWait(b int) float64 {
-	resident := m.Layers - min(m.StreamedLayers, m.Layers)
-	placed := len(m.Streamed) == m.Layers
-	io := m.LayerIO()
-	var t float64
-	for l := range m.Layers {
-		if (placed && m.Streamed[l]) || (!placed && l >= resident) {
-			t += max(0, io-m.Layer(b))
-		}
-	}
-	return t
 }
 
 // VerifyRows is Verify without pruning.

@@ -172,32 +172,6 @@ func TestOverlap(t *testing.T) {
 	}
 }
 
-func TestIOWait(t *testing.T) {
-	// toy: reads 0.5 s a layer; compute 0.1 s (1–2 rows), 0.2 s (4 rows).
-	cases := []struct {
-		name     string
-		streamed int
-		rows     int
-		bps      float64
-		want     float64
-	}{
-		{"nothing streamed", 0, 1, 200, 0},
-		{"three streamed", 3, 1, 200, 3 * 0.4},
-		{"more rows wait less", 3, 4, 200, 3 * 0.3},
-		{"compute-bound", 3, 1, 2000, 0},
-		{"unknown disk", 3, 1, 0, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := toy()
-			m.StreamedLayers, m.DiskBps = c.streamed, c.bps
-			if got := m.IOWait(c.rows); math.Abs(got-c.want) > 1e-9 {
-				t.Fatalf("IOWait(%d) = %v, want %v", c.rows, got, c.want)
-			}
-		})
-	}
-}
-
 func TestTileInterpolation(t *testing.T) {
 	if quant.TileRows != 16 {
 		t.Skipf("cases written for 16-row tiles, kernels take %d", quant.TileRows)

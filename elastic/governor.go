@@ -57,7 +57,7 @@ const DefaultGuardrailRate = 12
 const GuardrailShare = 0.6
 
 // Governor is the elastic controller. It implements spec.Governor and
-// spec.GovernorReporter; all methods are safe for concurrent use (the
+// spec.Reporter; all methods are safe for concurrent use (the
 // decoder calls from its goroutine, SetPolicy and the readers from others).
 // Generations it drives may follow or interleave one another step by step
 // (the server's background sessions), but not run steps at the same time:
@@ -90,7 +90,7 @@ type Governor struct {
 	targetBase map[[2]int]float64 // learned target-layer baselines, ns
 	targetSeen map[[2]int]int
 
-	st    spec.GovernorStats
+	st    Stats
 	csSum float64
 	hist  [histBins]int
 }
@@ -393,7 +393,7 @@ func (g *Governor) StepDone(tokens int, took time.Duration) time.Duration {
 }
 
 // GovernorStats reports the governor's totals.
-func (g *Governor) GovernorStats() spec.GovernorStats {
+func (g *Governor) GovernorStats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.st
@@ -424,4 +424,10 @@ func (g *Governor) GovernorStats() spec.GovernorStats {
 }
 
 var _ spec.Governor = (*Governor)(nil)
-var _ spec.GovernorReporter = (*Governor)(nil)
+var _ spec.Reporter = (*Governor)(nil)
+
+// Report is GovernorStats for spec.Stats.Governor.
+func (g *Governor) Report() any {
+	st := g.GovernorStats()
+	return &st
+}

@@ -1,18 +1,15 @@
 package elastic
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 	"shade/spec"
 )
-
-const conformance = "../../shared/testdata/conformance/stories260K.gguf"
 
 // injected drives a Governor with made-up draft-layer latencies: spells of
 // contention (CS 0.6) and quiet (CS 0) by reading count, so preemption,
@@ -46,7 +43,7 @@ func generate(t *testing.T, target, draft *model.Model, cfg spec.Config, prompt 
 	}
 	sm, _ := sample.New(sample.Params{Temp: 0})
 	var dr *spec.ModelDrafter
-	if draft != nil && cfg.Mode != spec.Off {
+	if draft != nil && cfg.Mode != spec.ModeOff {
 		if dr, err = spec.NewModelDrafter(draft, 256, sample.Params{Temp: 0}); err != nil {
 			t.Fatal(err)
 		}
@@ -55,46 +52,30 @@ func generate(t *testing.T, target, draft *model.Model, cfg spec.Config, prompt 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(prompt); err != nil {
-		t.Fatal(err)
-	}
-	var out []int32
-	for len(out) < n {
-		if out, err = d.Step(out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out[:n], d.Stats()
+	return testutil.Decode(t, d, prompt, n), d.Stats()
 }
 
 // TestElasticLossless: greedy output under the elastic governor —
 // preempted drafts, n-gram filling from the multi-source cache, sleeps —
 // is the target's own.
 func TestElasticLossless(t *testing.T) {
-	if _, err := os.Stat(conformance); err != nil {
-		t.Skipf("%s not present: the shared conformance pack is needed", conformance)
-	}
-	target, err := model.Open(filepath.Clean(conformance), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	prompts := [][]int32{{1, 403, 407, 261, 378}, {1, 297, 285, 400}}
 	for pi, prompt := range prompts {
-		want, _ := generate(t, target, nil, spec.Config{Mode: spec.Off}, prompt, 64)
+		want, _ := generate(t, target, nil, spec.Config{Mode: spec.ModeOff}, prompt, 64)
 		for _, pol := range []Policy{Balanced, UIFirst, Off} {
 			for _, spell := range []int{3, 40} {
-				for _, mode := range []spec.Mode{spec.Chain, spec.TreeM, spec.Auto} {
+				for _, mode := range []spec.Mode{spec.ModeChain, spec.ModeTree, spec.ModeAuto} {
 					g := &injected{Governor: New(Config{Policy: pol, Baselines: flatBaselines(target.Config.Layers, 1e6), Hysteresis: 2}), spell: spell}
-					got, st := generate(t, target, target, spec.Config{Mode: mode, DraftMax: 6, Governor: g}, prompt, 64)
+					got, st := generate(t, target, target, spec.Config{Mode: mode, DraftMax: 6, Deps: spec.Deps{Governor: g}}, prompt, 64)
 					if !slices.Equal(got, want) {
 						t.Fatalf("prompt %d, %v, spell %d, %v: output differs from plain greedy\n got %v\nwant %v", pi, pol, spell, mode, got, want)
 					}
-					gs := st.Governor
+					gs, _ := st.Governor.(*Stats)
 					if gs == nil || gs.Policy != pol.String() {
 						t.Fatalf("governor stats missing or wrong: %+v", gs)
 					}
-					if pol != Off && mode == spec.Chain && (st.Preempted == 0 || st.Filled == 0 || gs.Sleeps == 0) {
+					if pol != Off && mode == spec.ModeChain && (st.Preempted == 0 || st.Filled == 0 || gs.Sleeps == 0) {
 						t.Errorf("%v, spell %d: preempted %d, filled %d, sleeps %d: an actuator never acted", pol, spell, st.Preempted, st.Filled, gs.Sleeps)
 					}
 					if pol == Off && (st.Preempted != 0 || st.Filled != 0 || gs.Sleeps != 0) {

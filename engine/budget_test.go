@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"shade/cost"
+	"shade/flash"
 	"shade/gguf"
 	"shade/quant"
 	"shade/sample"
@@ -107,7 +108,7 @@ func TestDRAMBudgetGeneration(t *testing.T) {
 		t.Fatalf("after LoadDraft: streamer %v, plan %+v", e.Stream, e.DRAMPlan)
 	}
 	sreq := req
-	sreq.Spec = spec.Config{Mode: spec.Chain, DraftMax: 4}
+	sreq.Spec = spec.Config{Mode: spec.ModeChain, DraftMax: 4}
 	st, err := e.Generate(context.Background(), sreq, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +118,9 @@ func TestDRAMBudgetGeneration(t *testing.T) {
 	}
 }
 
-// TestLeverPreDraftStreamed: lever with pre-drafting over streamed layers
-// (the pre-draft runs on the engine's second pool, gated by the streamer's
-// I/O waits) gives the target's own greedy output.
-func TestLeverPreDraftStreamed(t *testing.T) {
+// TestFlashStreamed: flash mode over streamed layers, its trees sized by a
+// cost model where reads dominate, gives the target's own greedy output.
+func TestFlashStreamed(t *testing.T) {
 	e, path := synthEngine(t)
 	req := Request{Prompt: "Once upon a time", MaxTokens: 24, IgnoreEOS: true, Sampling: sample.Params{Temp: 0}}
 	ref, err := e.Generate(context.Background(), req, func(string) error { return nil })
@@ -135,26 +135,24 @@ func TestLeverPreDraftStreamed(t *testing.T) {
 		t.Fatalf("0 budget: streamer %v, %v", e.Stream, err)
 	}
 	// A cost model of its own, where drafting is cheap against the
-	// verify pass's reads, so that every step drafts a tree (and launches a
-	// pre-draft) whatever this machine's speed: a quick measurement on a
-	// loaded machine could make trees not worth drafting at all.
+	// verify pass's reads, so that every step drafts a tree whatever this
+	// machine's speed: a quick measurement on a loaded machine could make
+	// trees not worth drafting at all.
 	L := e.Model.Config.Layers
 	cm := &cost.Model{Batches: []int{1, 64}, Layers: L, LayerBytes: 1 << 20, DiskBps: float64(1<<20) / 0.05,
 		DraftPass: []float64{1e-4, 4e-4}, TargetLayer: []float64{1e-4, 64e-4}, TargetHead: []float64{1e-4, 8e-4},
 		Direct: true, StreamedLayers: L}
-	for _, pre := range []bool{false, true} {
-		r := req
-		r.Spec = spec.Config{Mode: spec.Lever, PreDraft: pre, Cost: cm}
-		st, err := e.Generate(context.Background(), r, func(string) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(st.Tokens, ref.Tokens) {
-			t.Fatalf("pre-draft %v: tokens %v, want %v", pre, st.Tokens, ref.Tokens)
-		}
-		if launched := st.Spec.PreDrafts > 0; launched != pre {
-			t.Fatalf("pre-draft %v: %d pre-drafts launched", pre, st.Spec.PreDrafts)
-		}
+	r := req
+	r.Spec = spec.Config{Mode: spec.ModeFlash, Deps: spec.Deps{Flash: &flash.Setup{Cost: cm}}}
+	st, err := e.Generate(context.Background(), r, func(string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Tokens, ref.Tokens) {
+		t.Fatalf("tokens %v, want %v", st.Tokens, ref.Tokens)
+	}
+	if st.Spec.MaxTree == 0 || st.Stream == nil || st.Stream.BytesRead == 0 {
+		t.Fatalf("no tree drafted (largest %d) or nothing streamed (%+v)", st.Spec.MaxTree, st.Stream)
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"shade/gguf"
 	"shade/model"
 	"shade/panelcache"
-	"shade/par"
 	"shade/sample"
 	"shade/spec"
 	"shade/tokenizer"
@@ -57,8 +56,8 @@ type Engine struct {
 	// DraftRanks started from a stored acceptance profile.
 	DraftPath        string
 	DraftProfileNote string
-	leverMu          sync.Mutex
-	lever            *LeverSetup
+	flashMu          sync.Mutex
+	flash            *FlashResources
 	budget           int64
 	budgetOpts       weights.Options
 	// Governor is the elastic governor Open built (Options.Policy,
@@ -67,9 +66,6 @@ type Engine struct {
 	Governor     *elastic.Governor
 	elasticMu    sync.Mutex
 	elasticStart *elastic.Start
-	// prePool is the worker pool lever's pre-drafts run on beside the
-	// target's pool (made on first use).
-	prePool *par.Pool
 }
 
 // Load opens a GGUF model file and nothing else (Open sets an engine up
@@ -122,9 +118,6 @@ func (e *Engine) Close() error {
 	if e.Draft != nil {
 		e.Draft.DropPanels()
 		e.Draft.File.Close() // its pool is the target's
-	}
-	if e.prePool != nil {
-		e.prePool.Close()
 	}
 	return e.Model.Close()
 }

@@ -27,10 +27,10 @@ func nanModel(t *testing.T) string {
 }
 
 var nanModes = []spec.Config{
-	{Mode: spec.Chain, DraftMax: 5},
-	{Mode: spec.TreeM, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
-	{Mode: spec.Lever},
-	{Mode: spec.Auto},
+	{Mode: spec.ModeChain, DraftMax: 5},
+	{Mode: spec.ModeTree, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
+	{Mode: spec.ModeFlash},
+	{Mode: spec.ModeAuto},
 }
 
 // TestNaNDraft: a draft whose logits are NaN drafts nothing (each step is
@@ -83,7 +83,7 @@ func TestNaNTarget(t *testing.T) {
 	if err := e.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	modes := append([]spec.Config{{Mode: spec.Off}, {Mode: spec.NgramM}}, nanModes...)
+	modes := append([]spec.Config{{Mode: spec.ModeOff}, {Mode: spec.ModeNgram}}, nanModes...)
 	for _, sp := range []sample.Params{{Temp: 0}, {Temp: 0.8, Seed: 3}} {
 		for _, cfg := range modes {
 			r := Request{Prompt: "Once upon a time", MaxTokens: 8, Sampling: sp, Spec: cfg}

@@ -88,11 +88,13 @@ func (o *Options) Check() error {
 }
 
 // needsDraft says whether a mode cannot run without a draft model.
-func needsDraft(m spec.Mode) bool { return m == spec.Chain || m == spec.TreeM || m == spec.Lever }
+func needsDraft(m spec.Mode) bool {
+	return m == spec.ModeChain || m == spec.ModeTree || m == spec.ModeFlash
+}
 
 // draftsWithModel says whether a mode runs the draft model when there is
 // one: the governor's sensor reads its layers.
-func draftsWithModel(m spec.Mode) bool { return m != spec.Off && m != spec.NgramM }
+func draftsWithModel(m spec.Mode) bool { return m != spec.ModeOff && m != spec.ModeNgram }
 
 // Open loads a model and sets an engine up for its requests, in the one
 // order that works: the draft (its bytes count against the DRAM budget),
@@ -134,9 +136,9 @@ func (e *Engine) setUp(ctx context.Context, o Options, note func(string)) error 
 	if err := e.CheckContext(o.Ctx); err != nil {
 		return err
 	}
-	if o.Spec == spec.Lever {
+	if o.Spec == spec.ModeFlash {
 		var log bytes.Buffer
-		_, err := e.Lever(&log)
+		_, err := e.FlashResources(&log)
 		for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
 			if l != "" {
 				note(l)
@@ -209,8 +211,8 @@ func (e *Engine) ElasticStart(ctx context.Context) (*elastic.Start, error) {
 // Governed returns cfg run under the engine's elastic governor, if it has
 // one (and cfg no governor of its own).
 func (e *Engine) Governed(cfg spec.Config) spec.Config {
-	if cfg.Governor == nil && e.Governor != nil {
-		cfg.Governor = e.Governor
+	if cfg.Deps.Governor == nil && e.Governor != nil {
+		cfg.Deps.Governor = e.Governor
 	}
 	return cfg
 }

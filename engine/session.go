@@ -67,17 +67,17 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if len(prompt) >= n {
 		return nil, fmt.Errorf("engine: %w: %d tokens, context is %d", ErrPromptTooLong, len(prompt), n)
 	}
-	if r.Spec.Mode != spec.Off && e.Draft == nil && (r.Spec.Mode == spec.Chain || r.Spec.Mode == spec.TreeM || r.Spec.Mode == spec.Lever) {
+	if r.Spec.Mode != spec.ModeOff && e.Draft == nil && (r.Spec.Mode == spec.ModeChain || r.Spec.Mode == spec.ModeTree || r.Spec.Mode == spec.ModeFlash) {
 		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
 	}
 	spare := 0
-	if r.Spec.Mode != spec.Off {
+	if r.Spec.Mode != spec.ModeOff {
 		spare = max(r.Spec.DraftMax, 8) + 1
 	}
-	if r.Spec.Governor != nil {
+	if r.Spec.Deps.Governor != nil {
 		spare = 64 + 1 // room for verify batches widened by n-gram filling
 	}
-	if r.Spec.Mode == spec.Lever {
+	if r.Spec.Mode == spec.ModeFlash {
 		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
 	}
 	if err := e.checkContext(n, spare); err != nil {
@@ -88,17 +88,17 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 		return nil, err
 	}
 	var drafter *spec.ModelDrafter
-	if e.Draft != nil && r.Spec.Mode != spec.Off && r.Spec.Mode != spec.NgramM {
+	if e.Draft != nil && r.Spec.Mode != spec.ModeOff && r.Spec.Mode != spec.ModeNgram {
 		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
 			return nil, err
 		}
 		drafter.ShareRankStats(e.DraftRanks)
 	}
 	cfg := r.Spec
-	if cfg.Estimates == nil {
-		cfg.Estimates = e.estimates()
+	if cfg.Deps.Estimates == nil {
+		cfg.Deps.Estimates = e.estimates()
 	}
-	if err := e.applyLever(&cfg); err != nil {
+	if err := e.applyFlash(&cfg); err != nil {
 		return nil, err
 	}
 	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)

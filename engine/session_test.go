@@ -15,7 +15,7 @@ import (
 // without speculation, and pausing between steps changes nothing.
 func TestSessionMatchesGenerate(t *testing.T) {
 	e := load(t, "stories260K.gguf")
-	for _, mode := range []spec.Mode{spec.Off, spec.NgramM} {
+	for _, mode := range []spec.Mode{spec.ModeOff, spec.ModeNgram} {
 		req := Request{Prompt: "Once upon a time", MaxTokens: 40, Sampling: sample.Params{Temp: 0}, Spec: spec.Config{Mode: mode}}
 		var want strings.Builder
 		wst, err := e.Generate(context.Background(), req, func(s string) error { want.WriteString(s); return nil })

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"shade/gguf"
+	"shade/internal/testutil"
 	"shade/quant"
 	"shade/sample"
 	"shade/spec"
@@ -28,10 +28,10 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cfg := range []spec.Config{
-		{Mode: spec.Chain, DraftMax: 5},
-		{Mode: spec.TreeM, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
-		{Mode: spec.NgramM},
-		{Mode: spec.Auto},
+		{Mode: spec.ModeChain, DraftMax: 5},
+		{Mode: spec.ModeTree, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
+		{Mode: spec.ModeNgram},
+		{Mode: spec.ModeAuto},
 	} {
 		r := req
 		r.Spec = cfg
@@ -45,7 +45,7 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 		}
 		// Chain and tree always draft; auto may rightly decide that a draft
 		// as costly as the target (as here) never pays.
-		if st.GenTokens != 70 || st.Spec == nil || ((cfg.Mode == spec.Chain || cfg.Mode == spec.TreeM) && st.Spec.Drafted == 0) {
+		if st.GenTokens != 70 || st.Spec == nil || ((cfg.Mode == spec.ModeChain || cfg.Mode == spec.ModeTree) && st.Spec.Drafted == 0) {
 			t.Errorf("%v: stats %+v / %+v", cfg.Mode, st, st.Spec)
 		}
 		if text.String() != e.Tok.Decode(plain.Tokens) {
@@ -53,7 +53,7 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 		}
 	}
 	r := req
-	r.Spec = spec.Config{Mode: spec.Chain}
+	r.Spec = spec.Config{Mode: spec.ModeChain}
 	e.Draft.File.Close()
 	e.Draft = nil
 	if _, err := e.Generate(context.Background(), r, noop); err == nil || !strings.Contains(err.Error(), "draft") {
@@ -68,19 +68,14 @@ func vocabWith(t *testing.T, edit func(w *gguf.Writer, tokens []string)) *gguf.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	w := gguf.NewWriter(&buf)
-	w.CopyMeta(&v.Meta, "tokenizer.")
-	tokens, _ := v.Meta.Strings("tokenizer.ggml.tokens")
-	edit(w, slices.Clone(tokens))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return testutil.GGUF(t, func(w *gguf.Writer) error {
+		if err := w.CopyMeta(&v.Meta, "tokenizer."); err != nil {
+			return err
+		}
+		tokens, _ := v.Meta.Strings("tokenizer.ggml.tokens")
+		edit(w, slices.Clone(tokens))
+		return nil
+	})
 }
 
 func TestDraftVocabularyMismatch(t *testing.T) {

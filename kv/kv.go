@@ -128,31 +128,3 @@ func (c *Cache) Truncate(n int) error {
 	c.n = n
 	return nil
 }
-
-// AppendFrom appends to the committed prefix copies of src's entries at
-// the given slots (committed or scratch), in that order. src must have
-// the same layers and entry size. Entries are stored after RoPE, so an
-// entry copied to the same position in another sequence is the entry
-// that sequence would compute: it is how a second drafter on the same
-// model takes over a context the first has already run.
-func (c *Cache) AppendFrom(src *Cache, slots []int) error {
-	if src.layers != c.layers || src.dim != c.dim {
-		return fmt.Errorf("kv: copying entries of %d layers × %d into a cache of %d layers × %d", src.layers, src.dim, c.layers, c.dim)
-	}
-	if c.n+len(slots) > c.cap {
-		return fmt.Errorf("kv: appending %d entries overflows the cache (%d of %d used)", len(slots), c.n, c.cap)
-	}
-	for _, s := range slots {
-		if s < 0 || s >= src.cap {
-			return fmt.Errorf("kv: source slot %d outside [0, %d)", s, src.cap)
-		}
-	}
-	for i, s := range slots {
-		for l := 0; l < c.layers; l++ {
-			copy(c.K(l, c.n+i), src.K(l, s))
-			copy(c.V(l, c.n+i), src.V(l, s))
-		}
-	}
-	c.n += len(slots)
-	return nil
-}

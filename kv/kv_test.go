@@ -58,50 +58,6 @@ func TestCommitAndTruncate(t *testing.T) {
 	}
 }
 
-func TestAppendFrom(t *testing.T) {
-	src, _ := New(2, 3, 8)
-	for s := 0; s < 6; s++ {
-		fill(src, s, uint16(10+s))
-	}
-	dst, _ := New(2, 3, 5)
-	fill(dst, 0, 1)
-	if err := dst.Commit([]int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.AppendFrom(src, []int{1, 4, 5}); err != nil {
-		t.Fatal(err)
-	}
-	want := []uint16{1, 11, 14, 15}
-	for l := 0; l < 2; l++ {
-		for s, w := range want {
-			if dst.K(l, s)[1] != w || dst.V(l, s)[2] != w+100 {
-				t.Errorf("layer %d slot %d = %v/%v, want %v", l, s, dst.K(l, s)[1], dst.V(l, s)[2], w)
-			}
-		}
-	}
-	if dst.Len() != 4 {
-		t.Fatalf("Len = %d, want 4", dst.Len())
-	}
-	other, _ := New(3, 3, 8)
-	for _, bad := range []struct {
-		name  string
-		src   *Cache
-		slots []int
-	}{
-		{"another shape", other, []int{0}},
-		{"overflow", src, []int{0, 1}},
-		{"slot out of range", src, []int{8}},
-		{"negative slot", src, []int{-1}},
-	} {
-		if err := dst.AppendFrom(bad.src, bad.slots); err == nil {
-			t.Errorf("%s: accepted", bad.name)
-		}
-	}
-	if dst.Len() != 4 {
-		t.Fatalf("a refused append changed Len to %d", dst.Len())
-	}
-}
-
 // TestNewTooLarge: a shape whose size overflows is an error before any
 // allocation, and Bytes says what a shape reserves.
 func TestNewTooLarge(t *testing.T) {

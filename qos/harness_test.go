@@ -291,3 +291,23 @@ func TestExperimentRetriesNoisyRuns(t *testing.T) {
 		t.Errorf("a run under the threshold was retried: %v\n%s", err, strings.Join(log, "\n"))
 	}
 }
+
+// streamRW reads and writes every word of region once: one stream, the
+// simplest out-of-cache burst (memoryHog's load on a core's memory path).
+func streamRW(region []uint64, salt uint64) uint64 {
+	var acc uint64
+	n := len(region) &^ 7
+	for i := 0; i < n; i += 8 {
+		p := (*[8]uint64)(region[i : i+8])
+		p[0] = p[0]*0x9E3779B97F4A7C15 + salt
+		p[1] = p[1]*0x9E3779B97F4A7C15 + salt
+		p[2] = p[2]*0x9E3779B97F4A7C15 + salt
+		p[3] = p[3]*0x9E3779B97F4A7C15 + salt
+		p[4] = p[4]*0x9E3779B97F4A7C15 + salt
+		p[5] = p[5]*0x9E3779B97F4A7C15 + salt
+		p[6] = p[6]*0x9E3779B97F4A7C15 + salt
+		p[7] = p[7]*0x9E3779B97F4A7C15 + salt
+		acc ^= p[0] ^ p[7]
+	}
+	return acc
+}

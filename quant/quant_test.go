@@ -581,19 +581,6 @@ func TestVec(t *testing.T) {
 		if got := DotF32(a, b); math.Abs(float64(got)-want) > 1e-4 {
 			t.Errorf("DotF32 n=%d = %v, want %v", n, got, want)
 		}
-		y := append([]float32(nil), b...)
-		Axpy(2, a, y)
-		for i := range y {
-			if y[i] != b[i]+2*a[i] {
-				t.Fatalf("Axpy n=%d: y[%d] = %v", n, i, y[i])
-			}
-		}
-		Scale(y, 0.5)
-		for i := range y {
-			if y[i] != (b[i]+2*a[i])*0.5 {
-				t.Fatalf("Scale n=%d: y[%d] = %v", n, i, y[i])
-			}
-		}
 	}
 }
 

@@ -20,18 +20,3 @@ func dotF32FloatsGo(a, b []float32) float32 {
 	}
 	return (s0 + s1) + (s2 + s3)
 }
-
-// Axpy adds a*x to y: y[i] += a*x[i] for i < len(x).
-func Axpy(a float32, x, y []float32) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += a * v
-	}
-}
-
-// Scale multiplies x by a in place.
-func Scale(x []float32, a float32) {
-	for i := range x {
-		x[i] *= a
-	}
-}

@@ -8,7 +8,6 @@ import (
 
 	"shade/elastic"
 	"shade/engine"
-	"shade/spec"
 )
 
 // metrics are the server's Prometheus series, in a registry of its own (so
@@ -136,7 +135,7 @@ func (m *metrics) setPolicy(p string) {
 // governorObserver turns the elastic governor's running totals into metric
 // increments.
 type governorObserver struct {
-	last    spec.GovernorStats
+	last    elastic.Stats
 	samples []elastic.Sample
 	since   int64
 }

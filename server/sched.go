@@ -317,11 +317,11 @@ func (s *scheduler) step(j *job) {
 		s.beforeStep(j)
 	}
 	if j.sess == nil {
-		if j.prio == Background && s.gov != nil && j.req.Spec.Mode != spec.Off {
+		if j.prio == Background && s.gov != nil && j.req.Spec.Mode != spec.ModeOff {
 			// Every background session runs under the governor; the
 			// background policy decides whether it acts (elastic) or only
 			// watches (full), and may change while the session runs.
-			j.req.Spec.Governor = s.gov
+			j.req.Spec.Deps.Governor = s.gov
 		}
 		sess, err := s.e.NewSession(j.req, j.prompt)
 		if err != nil {

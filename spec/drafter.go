@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"shade/model"
@@ -27,7 +26,6 @@ type ModelDrafter struct {
 	m       *model.Model
 	s       *model.State
 	sampler *sample.Sampler
-	params  sample.Params // as given to NewModelDrafter
 
 	seen    []int32 // tokens whose KV is committed in s
 	catchup int     // tokens the last Draft fed before drafting
@@ -69,16 +67,6 @@ type ModelDrafter struct {
 	gov       Governor
 	hook      func(layer int) error // d.layerHook, bound once
 	preempted bool                  // the last Draft was cut short by gov
-	// stop, when set, cuts a draft short at the next layer boundary like
-	// a governor's preemption: how a pre-draft is stopped once the verify
-	// pass it runs beside is over.
-	stop atomic.Bool
-	// idle, when set (a pre-drafter), says when the target's pass leaves
-	// the cores free: each draft layer waits for it.
-	idle func() bool
-	// unleashed lets a pre-drafter whose guess verification confirmed
-	// run without waiting for idle cores: its tree is the next step's.
-	unleashed atomic.Bool
 }
 
 // cand is a possible child during expansion.
@@ -101,14 +89,13 @@ func NewModelDrafter(m *model.Model, ctx int, params sample.Params) (*ModelDraft
 	if err != nil {
 		return nil, err
 	}
-	given := params
 	params.Seed ^= 0x5eed5eed5eed5eed
 	params.RepeatPenalty = 1 // the penalty's history is the target's business
 	sm, err := sample.New(params)
 	if err != nil {
 		return nil, err
 	}
-	d := &ModelDrafter{m: m, s: s, sampler: sm, params: given, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}
+	d := &ModelDrafter{m: m, s: s, sampler: sm, logits: make([]float32, m.Config.Vocab), ranks: new(RankStats)}
 	d.hook = d.layerHook
 	return d, nil
 }
@@ -121,32 +108,15 @@ func (d *ModelDrafter) SetGovernor(g Governor) { d.gov = g }
 func (d *ModelDrafter) Preempted() bool { return d.preempted }
 
 func (d *ModelDrafter) layerHook(layer int) error {
-	if d.stop.Load() {
-		return errPreempted
-	}
-	d.waitIdle()
 	if d.gov != nil && d.gov.DraftLayer(layer, d.s.Rows(), d.s.LayerTimes[layer]) {
 		return errPreempted
 	}
 	return nil
 }
 
-// waitIdle holds a pre-drafter until the target's pass is blocked on
-// storage (or the pre-draft is stopped): the next draft layer then uses
-// cores the verify pass is not using.
-func (d *ModelDrafter) waitIdle() {
-	if d.idle == nil {
-		return
-	}
-	for !d.idle() && !d.stop.Load() && !d.unleashed.Load() {
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 // run runs every layer of the pass in flight; false when the governor
 // preempted it (the pass is then abandoned).
 func (d *ModelDrafter) run() (bool, error) {
-	d.waitIdle()
 	t0 := time.Now()
 	defer func() { d.modelTime += time.Since(t0) }()
 	err := d.s.RunLayers(0, d.m.Config.Layers, d.hook)
@@ -165,18 +135,13 @@ func (d *ModelDrafter) ShareRankStats(st *RankStats) {
 	}
 }
 
+// LastPasses are the batch rows of each model pass of the last draft (the
+// catch-up first) and the time they took in all, head included: the rest
+// of a draft's time is book-keeping.
+func (d *ModelDrafter) LastPasses() ([]int, time.Duration) { return d.passRows, d.modelTime }
+
 // Model returns the draft model.
 func (d *ModelDrafter) Model() *model.Model { return d.m }
-
-// LayerTimes are the per-layer latencies of the draft's last pass: the
-// contention signal of elastic scheduling.
-func (d *ModelDrafter) LayerTimes() []float64 {
-	out := make([]float64, len(d.s.LayerTimes))
-	for i, t := range d.s.LayerTimes {
-		out[i] = t.Seconds()
-	}
-	return out
-}
 
 // Draft appends to t a tree of at most shape.Max nodes following ctx (the
 // accepted text ending with the pending token).
@@ -337,9 +302,9 @@ func (d *ModelDrafter) feed(t *Tree, nodes []int32, nextRow *int32) (bool, error
 	return true, err
 }
 
-// shadowCount is how many of the draft's most likely children of a node
-// beyond those drafted are kept for the pruner's normalisation.
-const shadowCount = 4
+// ShadowCount is how many of the draft's most likely children of a node
+// beyond those drafted are kept (Shadows), for a pruner's normalisation.
+const ShadowCount = 4
 
 // noteShadows records node p's most likely children by the draft.
 func (d *ModelDrafter) noteShadows(p int32, logits []float32, width int) {
@@ -350,7 +315,7 @@ func (d *ModelDrafter) noteShadows(p int32, logits []float32, width int) {
 		d.shadows[p+1] = nil
 		return
 	}
-	d.shadows[p+1] = topIDs(logits, width+shadowCount)
+	d.shadows[p+1] = topIDs(logits, width+ShadowCount)
 }
 
 // expand adds up to width candidate children of node p to d.cands.

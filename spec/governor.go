@@ -43,3 +43,18 @@ func sleepFor(d time.Duration) time.Duration {
 	time.Sleep(d)
 	return time.Since(t0)
 }
+
+// Reporter is implemented by governors that report what they decided: the
+// decoder puts Report's value in Stats.Governor (the elastic governor's is
+// an *elastic.Stats).
+type Reporter interface {
+	Report() any
+}
+
+// governorReport asks g for its report when it gives one.
+func governorReport(g Governor) any {
+	if r, ok := g.(Reporter); ok {
+		return r.Report()
+	}
+	return nil
+}

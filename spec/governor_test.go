@@ -1,11 +1,11 @@
 package spec
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 )
@@ -44,7 +44,7 @@ func (g *scriptGovernor) StepDone(tokens int, took time.Duration) time.Duration 
 // TestGovernedLossless: preempted drafts, n-gram filling and sleeps change
 // how the output is found, never what it is.
 func TestGovernedLossless(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	layers := target.Config.Layers
 	drafts := map[string]*model.Model{"self": target, "random": randomDraft(t)}
 	// preemptAfter counts draft layers: the draft's catch-up pass, then one
@@ -59,15 +59,15 @@ func TestGovernedLossless(t *testing.T) {
 	}
 	greedy := sample.Params{Temp: 0}
 	for pi, prompt := range prompts[:2] {
-		want, _ := generate(t, target, nil, Config{Mode: Off}, greedy, prompt, 48)
+		want, _ := generate(t, target, nil, Config{Mode: ModeOff}, greedy, prompt, 48)
 		for name, draft := range drafts {
 			for gi := range govs {
-				for _, mode := range []Mode{Chain, TreeM, Auto} {
+				for _, mode := range []Mode{ModeChain, ModeTree, ModeAuto} {
 					g := govs[gi]
 					if g.preemptAfter > 1 {
 						g.preemptAfter = (g.preemptAfter-1)*draft.Config.Layers + 1
 					}
-					cfg := Config{Mode: mode, DraftMax: 6, Governor: &g}
+					cfg := Config{Mode: mode, DraftMax: 6, Deps: Deps{Governor: &g}}
 					got, st := generate(t, target, draft, cfg, greedy, prompt, 48)
 					if !slices.Equal(got, want) {
 						t.Errorf("prompt %d, draft %s, governor %d, %v: output differs from plain greedy\n got %v\nwant %v", pi, name, gi, mode, got, want)
@@ -78,10 +78,10 @@ func TestGovernedLossless(t *testing.T) {
 					if g.verifyLayers%layers != 0 || g.verifyLayers < st.Steps*layers {
 						t.Errorf("governor %d: %d verify-layer calls for %d steps of %d layers", gi, g.verifyLayers, st.Steps, layers)
 					}
-					if mode == Chain && g.preemptAfter > 0 && st.Preempted == 0 {
+					if mode == ModeChain && g.preemptAfter > 0 && st.Preempted == 0 {
 						t.Errorf("governor %d, %v: no draft preempted", gi, mode)
 					}
-					if g.rows > 1 && mode == Chain && g.preemptAfter == 1 && st.Filled == 0 {
+					if g.rows > 1 && mode == ModeChain && g.preemptAfter == 1 && st.Filled == 0 {
 						t.Errorf("governor %d: nothing filled", gi)
 					}
 					if g.sleep > 0 && st.Sleep < time.Duration(g.verifyLayers)*g.sleep/2 {
@@ -93,7 +93,7 @@ func TestGovernedLossless(t *testing.T) {
 	}
 	// Plain decoding still reports every target layer and step.
 	g := scriptGovernor{}
-	generate(t, target, nil, Config{Mode: Off, Governor: &g}, greedy, prompts[0], 10)
+	generate(t, target, nil, Config{Mode: ModeOff, Deps: Deps{Governor: &g}}, greedy, prompts[0], 10)
 	if g.steps == 0 || g.verifyLayers < g.steps*layers {
 		t.Errorf("plain decoding: %d steps, %d verify-layer calls", g.steps, g.verifyLayers)
 	}

@@ -1,31 +1,15 @@
 package spec
 
 import (
-	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
 	"shade/synth"
 )
-
-const conformanceDir = "../../shared/testdata/conformance"
-
-func openModel(t testing.TB, path string) *model.Model {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s not present: the shared conformance pack is needed", path)
-	}
-	m, err := model.Open(path, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
 
 // randomDraft is a tiny random-weight model with stories260K's vocabulary:
 // a draft that is almost always wrong.
@@ -35,7 +19,7 @@ func randomDraft(t testing.TB) *model.Model {
 	if err := synth.WriteDemo(path); err != nil {
 		t.Fatal(err)
 	}
-	return openModel(t, path)
+	return testutil.OpenModel(t, path)
 }
 
 var prompts = [][]int32{
@@ -64,40 +48,31 @@ func generate(t testing.TB, target *model.Model, draft *model.Model, cfg Config,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(prompt); err != nil {
-		t.Fatal(err)
-	}
-	var out []int32
-	for len(out) < n {
-		if out, err = d.Step(out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out[:n], d.Stats()
+	return testutil.Decode(t, d, prompt, n), d.Stats()
 }
 
 func TestGreedyLossless(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	drafts := map[string]*model.Model{
 		"self":   target,
-		"f16":    openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf")),
+		"f16":    testutil.ConformanceModel(t, "stories260K-f16.gguf"),
 		"random": randomDraft(t),
 	}
 	configs := []Config{
-		{Mode: Chain, DraftMax: 4},
-		{Mode: Chain, DraftMax: 9},
-		{Mode: TreeM, DraftMax: 8, TreeWidth: 3, TreeDepth: 4},
-		{Mode: TreeM, DraftMax: 12, TreeWidth: 4, TreeDepth: 3},
-		{Mode: TreeM, DraftMax: 8, TreeWidth: 2, RowByRowHead: true},
-		{Mode: NgramM, DraftMax: 6},
-		{Mode: Auto, DraftMax: 6},
+		{Mode: ModeChain, DraftMax: 4},
+		{Mode: ModeChain, DraftMax: 9},
+		{Mode: ModeTree, DraftMax: 8, TreeWidth: 3, TreeDepth: 4},
+		{Mode: ModeTree, DraftMax: 12, TreeWidth: 4, TreeDepth: 3},
+		{Mode: ModeTree, DraftMax: 8, TreeWidth: 2, RowByRowHead: true},
+		{Mode: ModeNgram, DraftMax: 6},
+		{Mode: ModeAuto, DraftMax: 6},
 	}
 	greedy := sample.Params{Temp: 0}
 	for pi, prompt := range prompts {
-		want, _ := generate(t, target, nil, Config{Mode: Off}, greedy, prompt, 60)
+		want, _ := generate(t, target, nil, Config{Mode: ModeOff}, greedy, prompt, 60)
 		for name, draft := range drafts {
 			for _, cfg := range configs {
-				if cfg.Mode == NgramM && name != "self" {
+				if cfg.Mode == ModeNgram && name != "self" {
 					continue
 				}
 				got, st := generate(t, target, draft, cfg, greedy, prompt, 60)
@@ -106,10 +81,10 @@ func TestGreedyLossless(t *testing.T) {
 				}
 				// A draft identical to the target is always right: a chain is
 				// accepted whole, a tree along one full branch.
-				if name == "self" && cfg.Mode == Chain && st.AcceptanceRate() < 0.95 {
+				if name == "self" && cfg.Mode == ModeChain && st.AcceptanceRate() < 0.95 {
 					t.Errorf("self-draft chain acceptance %.2f", st.AcceptanceRate())
 				}
-				if name == "self" && cfg.Mode == TreeM && st.MeanAccepted() < 2 {
+				if name == "self" && cfg.Mode == ModeTree && st.MeanAccepted() < 2 {
 					t.Errorf("self-draft tree: %.2f accepted per step", st.MeanAccepted())
 				}
 			}
@@ -120,10 +95,10 @@ func TestGreedyLossless(t *testing.T) {
 // TestGreedyLosslessWithPenalty: the repetition penalty depends on the
 // history along the accepted path; speculation must track it exactly.
 func TestGreedyLosslessWithPenalty(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	p := sample.Params{Temp: 0, RepeatPenalty: 1.3, RepeatLastN: 16}
-	want, _ := generate(t, target, nil, Config{Mode: Off}, p, prompts[0], 50)
-	for _, cfg := range []Config{{Mode: Chain, DraftMax: 5}, {Mode: TreeM, DraftMax: 8, TreeWidth: 2}} {
+	want, _ := generate(t, target, nil, Config{Mode: ModeOff}, p, prompts[0], 50)
+	for _, cfg := range []Config{{Mode: ModeChain, DraftMax: 5}, {Mode: ModeTree, DraftMax: 8, TreeWidth: 2}} {
 		got, _ := generate(t, target, target, cfg, p, prompts[0], 50)
 		if !slices.Equal(got, want) {
 			t.Errorf("%v: penalized output differs\n got %v\nwant %v", cfg.Mode, got, want)
@@ -138,13 +113,13 @@ func TestStochasticLossless(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of samples: skipped with -short")
 	}
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	random := randomDraft(t)
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	p := sample.Params{Temp: 1.5, Seed: 42}
 	prompt := prompts[0]
 
-	want := firstTokenDistribution(t, target, p, prompt)
+	want := testutil.FirstTokenDistribution(t, target, p, prompt)
 
 	const n = 4000
 	cases := []struct {
@@ -152,49 +127,19 @@ func TestStochasticLossless(t *testing.T) {
 		draft *model.Model
 		cfg   Config
 	}{
-		{"chain/random draft", random, Config{Mode: Chain, DraftMax: 3}},
-		{"tree/random draft", random, Config{Mode: TreeM, DraftMax: 6, TreeWidth: 3, TreeDepth: 2}},
-		{"tree/close draft", f16, Config{Mode: TreeM, DraftMax: 6, TreeWidth: 3, TreeDepth: 2}},
+		{"chain/random draft", random, Config{Mode: ModeChain, DraftMax: 3}},
+		{"tree/random draft", random, Config{Mode: ModeTree, DraftMax: 6, TreeWidth: 3, TreeDepth: 2}},
+		{"tree/close draft", f16, Config{Mode: ModeTree, DraftMax: 6, TreeWidth: 3, TreeDepth: 2}},
 	}
 	for _, tc := range cases {
 		counts, _ := firstTokenCounts(t, target, tc.draft, tc.cfg, p, prompt, n)
-		chi2, df := chiSquare(counts, want, n)
-		if limit := chiSquareCritical(df); chi2 > limit {
+		chi2, df := testutil.ChiSquare(counts, want, n)
+		if limit := testutil.ChiSquareCritical(df); chi2 > limit {
 			t.Errorf("%s: chi-square %.1f over %d degrees of freedom exceeds %.1f (p = 0.001)", tc.name, chi2, df, limit)
 		} else {
 			t.Logf("%s: chi-square %.1f, df %d, limit %.1f", tc.name, chi2, df, limit)
 		}
 	}
-}
-
-// chiSquare pools tokens expected fewer than 5 times into one bin.
-// firstTokenCounts starts speculative decoding n times from prompt and
-// counts the first token each first step produces; it also returns the
-// decoder's stats.
-// firstTokenDistribution is the probability of each token under p at the
-// first position after prompt, as the target's own sampler gives it.
-func firstTokenDistribution(t *testing.T, target *model.Model, p sample.Params, prompt []int32) []float64 {
-	t.Helper()
-	st, err := target.NewState(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Forward(model.Chain(prompt)); err != nil {
-		t.Fatal(err)
-	}
-	logits := make([]float32, target.Config.Vocab)
-	if err := st.Logits([]int{len(prompt) - 1}, logits); err != nil {
-		t.Fatal(err)
-	}
-	sm, err := sample.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]float64, target.Config.Vocab)
-	for _, c := range sm.Distribution(logits) {
-		want[c.ID] = float64(c.P)
-	}
-	return want
 }
 
 func firstTokenCounts(t *testing.T, target, draft *model.Model, cfg Config, p sample.Params, prompt []int32, n int) ([]float64, Stats) {
@@ -209,61 +154,20 @@ func firstTokenCounts(t *testing.T, target, draft *model.Model, cfg Config, p sa
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := make([]float64, target.Config.Vocab)
-	for range n {
-		if err := d.Start(prompt); err != nil {
-			t.Fatal(err)
-		}
-		out, err := d.Step(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts[out[0]]++
-	}
-	return counts, d.Stats()
-}
-
-func chiSquare(counts, p []float64, n int) (float64, int) {
-	var chi2, poolObs, poolExp float64
-	bins := 0
-	for i, pi := range p {
-		exp := pi * float64(n)
-		if exp < 5 {
-			poolObs += counts[i]
-			poolExp += exp
-			continue
-		}
-		d := counts[i] - exp
-		chi2 += d * d / exp
-		bins++
-	}
-	if poolExp > 0 {
-		d := poolObs - poolExp
-		chi2 += d * d / math.Max(poolExp, 1)
-		bins++
-	}
-	return chi2, bins - 1
-}
-
-// chiSquareCritical is the 0.999 quantile (Wilson–Hilferty).
-func chiSquareCritical(df int) float64 {
-	k := float64(df)
-	z := 3.090
-	x := 1 - 2/(9*k) + z*math.Sqrt(2/(9*k))
-	return k * x * x * x
+	return testutil.FirstTokenCounts(t, d, prompt, n, target.Config.Vocab), d.Stats()
 }
 
 // TestRollbackMatchesFreshRun: after speculative steps with random
 // accept/reject patterns, the target's KV cache equals that of a fresh run
 // over the same tokens.
 func TestRollbackMatchesFreshRun(t *testing.T) {
-	target := openModel(t, filepath.Join(conformanceDir, "stories260K.gguf"))
-	f16 := openModel(t, filepath.Join(conformanceDir, "stories260K-f16.gguf"))
+	target := testutil.ConformanceModel(t, "stories260K.gguf")
+	f16 := testutil.ConformanceModel(t, "stories260K-f16.gguf")
 	p := sample.Params{Temp: 1, Seed: 7}
 	st, _ := target.NewState(256)
 	sm, _ := sample.New(p)
 	dr, _ := NewModelDrafter(f16, 256, p)
-	d, _ := NewDecoder(st, sm, dr, Config{Mode: TreeM, DraftMax: 8, TreeWidth: 3, TreeDepth: 3})
+	d, _ := NewDecoder(st, sm, dr, Config{Mode: ModeTree, DraftMax: 8, TreeWidth: 3, TreeDepth: 3})
 	d.Start(prompts[0])
 	var out []int32
 	for len(out) < 80 {

@@ -1,16 +1,15 @@
 // Package spec owns speculative decoding: token trees, their lossless
 // verification against a target model (greedy, and speculative sampling
-// for temperature/top-k/top-p), the drafters that propose them (a draft
-// model as chain or tree, an n-gram drafter over the prompt and the text so
-// far, or both), and the controller that sizes drafts from the acceptance
-// and step costs it observes, with the Governor hook through which elastic
-// scheduling paces it (draft preemption, n-gram filling, sleeps). Lever
-// mode is the flash-aware design: gain-cost trees sized by the device's
-// cost model (package cost), predictor-based verification pruning at a
-// middle target layer (the predictor and its training live here), and the
-// lazy LM head along the accepted path. It drives
-// the model package's layer-granular tree forward; it knows nothing of
-// HTTP or the CLI.
+// for temperature/top-k/top-p), and the Decoder, one fixed pipeline per
+// step (draft → widen → verify → accept → commit) over a Strategy per
+// mode: plain decoding, a draft model's chain or tree, n-gram lookup over
+// the prompt and the text so far, auto (both, sized from the acceptance and
+// step costs it observes), and the flash-aware strategy of package flash.
+// The Governor hook is how elastic scheduling paces it (draft preemption,
+// the widen stage's n-gram filling, sleeps). The draft model's drafter
+// grows fixed shapes and gain-cost trees (DraftGainCost). It drives the
+// model package's layer-granular tree forward; it knows nothing of HTTP or
+// the CLI.
 package spec
 
 import "shade/sample"

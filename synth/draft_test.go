@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"shade/gguf"
+	"shade/internal/testutil"
 	"shade/model"
 	"shade/quant"
 )
@@ -234,36 +235,29 @@ func greedy(t *testing.T, m *model.Model, prompt []int32, n int) []int32 {
 // and with the metadata in set changed.
 func rewrite(t *testing.T, src *gguf.File, drop string, set map[string]any) *gguf.File {
 	t.Helper()
-	var buf bytes.Buffer
-	w := gguf.NewWriter(&buf)
-	if err := w.CopyMeta(&src.Meta, ""); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range set {
-		if err := w.Set(k, v); err != nil {
-			t.Fatal(err)
+	return testutil.GGUF(t, func(w *gguf.Writer) error {
+		if err := w.CopyMeta(&src.Meta, ""); err != nil {
+			return err
 		}
-	}
-	var keep []*gguf.TensorInfo
-	for i := range src.Tensors {
-		ti := &src.Tensors[i]
-		if ti.Name != drop {
-			keep = append(keep, ti)
-			w.AddTensor(ti.Name, ti.Type, ti.Dims...)
+		for k, v := range set {
+			if err := w.Set(k, v); err != nil {
+				return err
+			}
 		}
-	}
-	w.WriteHeader()
-	for _, ti := range keep {
-		w.Write(src.TensorData(ti))
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+		var keep []*gguf.TensorInfo
+		for i := range src.Tensors {
+			ti := &src.Tensors[i]
+			if ti.Name != drop {
+				keep = append(keep, ti)
+				w.AddTensor(ti.Name, ti.Type, ti.Dims...)
+			}
+		}
+		w.WriteHeader()
+		for _, ti := range keep {
+			w.Write(src.TensorData(ti))
+		}
+		return nil
+	})
 }
 
 func TestDraftErrors(t *testing.T) {

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"shade/gguf"
+	"shade/internal/testutil"
 )
 
 // byteLevelTokens returns the 256 GPT-2 byte characters as tokens, in byte order.
@@ -245,21 +245,14 @@ func TestNewErrors(t *testing.T) {
 // ggufOf writes metadata kvs to an in-memory GGUF file and parses it.
 func ggufOf(t *testing.T, kvs map[string]any) *gguf.File {
 	t.Helper()
-	var buf bytes.Buffer
-	w := gguf.NewWriter(&buf)
-	for k, v := range kvs {
-		if err := w.Set(k, v); err != nil {
-			t.Fatal(err)
+	return testutil.GGUF(t, func(w *gguf.Writer) error {
+		for k, v := range kvs {
+			if err := w.Set(k, v); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+		return nil
+	})
 }
 
 func TestFromGGUF(t *testing.T) {

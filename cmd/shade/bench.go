@@ -242,7 +242,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer e.Close()
 	specCfg = e.Governed(specCfg)
 	gov := e.Governor
-	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n, Governor: specCfg.Governor,
+	rep, err := bench.RunSpec(ctx, e, bench.SpecOptions{Modes: ms, Prompts: prompts, Tokens: *n, Governor: specCfg.Deps.Governor,
 		DraftMax: specCfg.DraftMax, TreeWidth: specCfg.TreeWidth, TreeDepth: specCfg.TreeDepth, Base: specCfg,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) }})
 	if err != nil {

@@ -21,7 +21,7 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	modelPath := fs.String("m", "", "target model `file`; without it (and --draft) a Llama-3.1-8B-shape Q4_0 target whose 4-layer draft predicts it well is synthesized once into the cache (about 4.5 GB)")
 	draftPath := fs.String("draft", "", "draft model `file` (required with -m)")
 	budgets := fs.String("budgets", "0,25,50,75,100", "DRAM budgets to compare, as `percentages` of the target's layers kept resident (the draft and the target's embedding, head and norms always are)")
-	ablation := fs.Float64("ablation", 50, "budget `percentage` of the ablation that turns Lever's parts off one at a time, and the experimental pre-drafting on (< 0: no ablation)")
+	ablation := fs.Float64("ablation", 50, "budget `percentage` of the ablation that turns Lever's parts off one at a time, (< 0: no ablation)")
 	n := fs.Int("n", 32, "tokens generated per prompt")
 	warmup := fs.Int("warmup", 0, "tokens each mode first generates from the first prompt at each budget, untimed, so that what lever learns as it runs starts warm (0: none)")
 	promptsPath := fs.String("prompts", "", "prompt `file`, "+bench.PromptFormat+" (default: three built-in prompts)")
@@ -71,7 +71,7 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	// RunFlash sets each budget and repacks what stays resident itself.
-	e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft, Spec: spec.Lever, NoRepack: true}, stderr)
+	e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft, Spec: spec.ModeFlash, NoRepack: true}, stderr)
 	if err != nil {
 		return err
 	}
@@ -136,12 +136,12 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  drafting  pre-drafted  same"
+const flashHeader = "budget  streamed  mode            tok/s  vs AR   read/token  I/O share  read GB/s  accept  tok/step  nodes  pruned  head rows  drafting  same"
 
 func printFlashRow(w io.Writer, x bench.FlashResult) {
-	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %7.0f%%  %10.0f%%  %v\n",
+	fmt.Fprintf(w, "%5.0f%%  %8d  %-14s %6.2f  %4.2f×  %10s  %8.0f%%  %9.2f  %6.2f  %8.2f  %5.1f  %5.1f%%  %9.2f  %7.0f%%  %v\n",
 		100*x.Budget, x.Streamed, x.Mode, x.TokPerS, x.Speedup, weights.Human(int64(x.BytesPerToken)), 100*x.IOShare, x.ReadGBps,
-		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, 100*x.DraftShare, 100*x.PreDrafted, x.Lossless)
+		x.Acceptance, x.TokensPerStep, x.TreeNodes, 100*x.PrunedShare, x.HeadRows, 100*x.DraftShare, x.Lossless)
 }
 
 // printFlash ends the table: calibrations used, the disk, and lever's

@@ -195,7 +195,7 @@ func prunerCalibration() calibration {
 					return err
 				}
 			}
-			e, err := openEngine(ctx, a.model, engine.Options{Threads: a.threads, Draft: a.draft, Spec: spec.Lever}, stderr)
+			e, err := openEngine(ctx, a.model, engine.Options{Threads: a.threads, Draft: a.draft, Spec: spec.ModeFlash}, stderr)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"shade/calib"
 	"shade/cost"
 	"shade/engine"
+	"shade/flash"
 	"shade/spec"
 )
 
@@ -52,7 +53,7 @@ func TestCalibrateRoundTrip(t *testing.T) {
 			t.Errorf("calibrate --pruner output lacks %q: %q", want, out)
 		}
 	}
-	var p spec.Pruner
+	var p flash.Pruner
 	if ok, err := calib.Load(model, engine.CalibPruner, &p); !ok || err != nil || p.Validate(m.Layers) != nil {
 		t.Fatalf("stored predictor: %v %v %+v", ok, err, p)
 	}

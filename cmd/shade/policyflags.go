@@ -26,10 +26,13 @@ func (f *policyFlag) policy() (elastic.Policy, error) {
 
 // printGovernorStats prints what the elastic governor did (run --stats).
 func printGovernorStats(w io.Writer, s *spec.Stats) {
-	if s == nil || s.Governor == nil {
+	if s == nil {
 		return
 	}
-	g := s.Governor
+	g, ok := s.Governor.(*elastic.Stats)
+	if !ok {
+		return
+	}
 	fmt.Fprintf(w, "elastic %s (baselines %s; Kp %.3g, Ki %.3g): %d sensor readings, CS mean %.3f, p95 %.3f, %d contended\n",
 		g.Policy, g.Baselines, g.Kp, g.Ki, g.Readings, g.CSMean, g.CSP95, g.Contended)
 	var sizes []int

@@ -100,9 +100,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Spec: specCfg,
 	}
 	var ar *engine.Stats
-	if *compareAR && mode != spec.Off {
+	if *compareAR && mode != spec.ModeOff {
 		plain := req
-		plain.Spec = spec.Config{Mode: spec.Off}
+		plain.Spec = spec.Config{Mode: spec.ModeOff}
 		st, err := e.Generate(ctx, plain, func(string) error { return nil })
 		if err != nil {
 			return fmt.Errorf("autoregressive baseline: %w", err)
@@ -151,7 +151,7 @@ func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mo
 		fmt.Fprintf(w, "  time: draft %.0f%%, verify %.0f%%, other %.0f%% | %.1f tok/s\n",
 			100*s.DraftTime.Seconds()/total.Seconds(), 100*s.VerifyTime.Seconds()/total.Seconds(), 100*s.OtherTime.Seconds()/total.Seconds(), st.GenTPS)
 	}
-	if mode == spec.Lever {
+	if mode == spec.ModeFlash {
 		steps := max(float64(s.Steps), 1)
 		fmt.Fprintf(w, "  lever: tree %.1f nodes per step (largest %d), %.2f draft passes per step; LM head %d rows (%.2f per step)\n",
 			float64(s.Drafted)/steps, s.MaxTree, float64(s.DraftPasses)/steps, s.HeadRows, float64(s.HeadRows)/steps)
@@ -160,10 +160,6 @@ func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mo
 		} else {
 			fmt.Fprintf(w, "  pruning: %d rows pruned in %d of %d steps (%.1f%% of drafted), %d of them the target would have kept\n",
 				s.Pruned, s.PruneSteps, s.Steps, 100*float64(s.Pruned)/max(float64(s.Drafted), 1), s.PrunedLost)
-		}
-		if s.PreDrafts > 0 {
-			fmt.Fprintf(w, "  pre-drafting: %d next-step trees drafted during verification, %d used (%.0f%% of steps drafted nothing)\n",
-				s.PreDrafts, s.PreDraftHits, 100*float64(s.PreDraftHits)/steps)
 		}
 	}
 	if ar != nil && ar.GenTPS > 0 {

@@ -23,7 +23,6 @@ type specFlags struct {
 	noGainCost   *bool
 	noLazyHead   *bool
 	noBatchDraft *bool
-	preDraft     *bool
 }
 
 func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
@@ -38,7 +37,6 @@ func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
 		noGainCost:   fs.Bool("no-gain-cost", false, "lever: a static tree (--tree-width × --tree-depth, --draft-max nodes) instead of a gain-cost one"),
 		noLazyHead:   fs.Bool("no-lazy-head", false, "lever: compute logits for every verified row, not only along the accepted path"),
 		noBatchDraft: fs.Bool("no-batch-draft", false, "lever: expand one frontier node per draft pass instead of batching them"),
-		preDraft:     fs.Bool("pre-draft", false, "lever, experimental: draft the next step's tree while the target verifies (greedy, with --dram-budget streaming layers; no faster than without it on a 2-core machine)"),
 	}
 	if withMode {
 		f.mode = fs.String("spec", "", "speculation: auto, chain, tree, ngram, lever or off (default: auto with --draft, else off)")
@@ -48,16 +46,16 @@ func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
 
 // config checks the flags and returns the speculation they ask for.
 func (f *specFlags) config() (spec.Config, error) {
-	m := spec.Off
+	m := spec.ModeOff
 	if f.mode != nil && *f.mode != "" {
 		var err error
 		if m, err = spec.ParseMode(*f.mode); err != nil {
 			return spec.Config{}, err
 		}
 	} else if *f.draft != "" {
-		m = spec.Auto
+		m = spec.ModeAuto
 	}
-	if (m == spec.Chain || m == spec.TreeM || m == spec.Lever) && *f.draft == "" {
+	if (m == spec.ModeChain || m == spec.ModeTree || m == spec.ModeFlash) && *f.draft == "" {
 		return spec.Config{}, fmt.Errorf("--spec %v needs a draft model (--draft FILE)", m)
 	}
 	if *f.draftMax < 1 || *f.draftMax > 64 || *f.treeWidth < 1 || *f.treeWidth > 16 || *f.treeDepth < 0 || *f.treeDepth > 64 {
@@ -70,6 +68,6 @@ func (f *specFlags) config() (spec.Config, error) {
 		return spec.Config{}, fmt.Errorf("--prune-layer must be in [0, the target's layers)")
 	}
 	return spec.Config{Mode: m, DraftMax: *f.draftMax, TreeWidth: *f.treeWidth, TreeDepth: *f.treeDepth,
-		MaxNodes: *f.maxNodes, PruneLayer: *f.pruneLayer, NoPrune: *f.noPrune, NoGainCost: *f.noGainCost,
-		NoLazyHead: *f.noLazyHead, NoBatchDraft: *f.noBatchDraft, PreDraft: *f.preDraft}, nil
+		MaxNodes: *f.maxNodes, PruneLayer: *f.pruneLayer, Ablation: spec.Ablation{NoPrune: *f.noPrune, NoGainCost: *f.noGainCost,
+			NoLazyHead: *f.noLazyHead, NoBatchDraft: *f.noBatchDraft}}, nil
 }

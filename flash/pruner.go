@@ -1,4 +1,4 @@
-package spec
+package flash
 
 import (
 	"errors"
@@ -49,31 +49,31 @@ const pruneVersion = 1
 // of the given depth.
 func (p *Pruner) Validate(layers int) error {
 	if p.Version != pruneVersion {
-		return fmt.Errorf("spec: pruner of feature set %d, want %d (calibrate again)", p.Version, pruneVersion)
+		return fmt.Errorf("flash: pruner of feature set %d, want %d (calibrate again)", p.Version, pruneVersion)
 	}
 	if len(p.Mean) != PruneFeatures || len(p.Std) != PruneFeatures || len(p.Weights) != PruneFeatures {
-		return fmt.Errorf("spec: pruner has %d/%d/%d feature weights, want %d", len(p.Mean), len(p.Std), len(p.Weights), PruneFeatures)
+		return fmt.Errorf("flash: pruner has %d/%d/%d feature weights, want %d", len(p.Mean), len(p.Std), len(p.Weights), PruneFeatures)
 	}
 	for _, xs := range [][]float64{p.Mean, p.Std, p.Weights, {p.Bias, p.Threshold, p.MaxFrac, p.Confident}} {
 		for _, x := range xs {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return errors.New("spec: pruner has a non-finite parameter")
+				return errors.New("flash: pruner has a non-finite parameter")
 			}
 		}
 	}
 	for _, sd := range p.Std {
 		if sd <= 0 {
-			return errors.New("spec: pruner has a non-positive feature scale")
+			return errors.New("flash: pruner has a non-positive feature scale")
 		}
 	}
 	if p.Layer < 1 || p.Layer >= layers {
-		return fmt.Errorf("spec: pruner layer %d outside [1, %d)", p.Layer, layers)
+		return fmt.Errorf("flash: pruner layer %d outside [1, %d)", p.Layer, layers)
 	}
 	if p.Layers != 0 && p.Layers != layers {
-		return fmt.Errorf("spec: pruner trained for a %d-layer target, this one has %d", p.Layers, layers)
+		return fmt.Errorf("flash: pruner trained for a %d-layer target, this one has %d", p.Layers, layers)
 	}
 	if p.MaxFrac < 0 || p.MaxFrac > 1 || p.MinKeep < 1 || p.Threshold < 0 || p.Threshold > 1 {
-		return fmt.Errorf("spec: pruner safeguards out of range (max_frac %v, min_keep %d, threshold %v)", p.MaxFrac, p.MinKeep, p.Threshold)
+		return fmt.Errorf("flash: pruner safeguards out of range (max_frac %v, min_keep %d, threshold %v)", p.MaxFrac, p.MinKeep, p.Threshold)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func TrainPruner(samples []PruneSample, o TrainOptions) (*Pruner, PruneReport, e
 	}
 	var rep PruneReport
 	if len(samples) < 20 {
-		return nil, rep, fmt.Errorf("spec: %d pruning samples are too few to train on (want ≥ 20)", len(samples))
+		return nil, rep, fmt.Errorf("flash: %d pruning samples are too few to train on (want ≥ 20)", len(samples))
 	}
 	steps := map[int]bool{}
 	for _, s := range samples {
@@ -163,7 +163,7 @@ func TrainPruner(samples []PruneSample, o TrainOptions) (*Pruner, PruneReport, e
 		}
 	}
 	if len(train) == 0 || len(test) == 0 || pos == 0 || pos == len(train) {
-		return nil, rep, fmt.Errorf("spec: pruning samples need both accepted and rejected nodes on training and held-out steps (%d train, %d of them accepted, %d held out)", len(train), pos, len(test))
+		return nil, rep, fmt.Errorf("flash: pruning samples need both accepted and rejected nodes on training and held-out steps (%d train, %d of them accepted, %d held out)", len(train), pos, len(test))
 	}
 	p := &Pruner{Layer: o.Layer, Layers: o.Layers, Version: pruneVersion, MaxFrac: 0.5, MinKeep: 4, Confident: 0.5,
 		Mean: make([]float64, PruneFeatures), Std: make([]float64, PruneFeatures), Weights: make([]float64, PruneFeatures), Samples: len(train)}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,26 +9,17 @@ import (
 
 	"shade/calib"
 	"shade/cost"
+	"shade/flash"
+	"shade/internal/testutil"
 	"shade/sample"
 	"shade/spec"
 )
 
 // copyModel copies a conformance model into a temporary directory, so that
 // calibrations stored beside it do not touch the shared pack.
-func copyModel(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(conformanceDir, name))
-	if err != nil {
-		t.Skipf("%s: %v", name, err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+var copyModel = testutil.CopyConformance
 
-func TestLeverModeAndCalibrations(t *testing.T) {
+func TestFlashModeAndCalibrations(t *testing.T) {
 	path := copyModel(t, "stories260K.gguf")
 	e, err := Load(path, 2)
 	if err != nil {
@@ -47,15 +37,15 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 	}
 	// Without stored calibrations: the cost model is measured, pruning off.
 	r := req
-	r.Spec = spec.Config{Mode: spec.Lever}
+	r.Spec = spec.Config{Mode: spec.ModeFlash}
 	st, err := e.Generate(context.Background(), r, noop)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(st.Tokens, plain.Tokens) {
-		t.Errorf("lever output differs from plain decoding")
+		t.Errorf("flash mode: output differs from plain decoding")
 	}
-	if ls, _ := e.Lever(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
+	if ls, _ := e.FlashResources(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
 		t.Errorf("setup without calibrations: %+v", ls)
 	}
 	if st.Spec.PruneNote == "" {
@@ -64,12 +54,12 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 
 	// Stored ones are used by a new engine: a cost model that makes every
 	// layer stream slowly (big trees) and a predictor.
-	cm := *e.lever.Cost
+	cm := *e.flash.Cost
 	cm.DiskBps, cm.LayerBytes = 1e6, 1e5
 	if _, err := calib.Save(path, CalibCost, &cm); err != nil {
 		t.Fatal(err)
 	}
-	p := &spec.Pruner{Layer: 3, Layers: 5, Version: 1, Mean: make([]float64, 6), Std: []float64{1, 1, 1, 1, 1, 1},
+	p := &flash.Pruner{Layer: 3, Layers: 5, Version: 1, Mean: make([]float64, 6), Std: []float64{1, 1, 1, 1, 1, 1},
 		Weights: []float64{10, 0, 0, 0, 0, 0}, Bias: -5, Threshold: 0.7, MaxFrac: 0.9, MinKeep: 1}
 	if _, err := calib.Save(path, CalibPruner, p); err != nil {
 		t.Fatal(err)
@@ -82,7 +72,7 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 	if err := e2.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := e2.Lever(nil)
+	ls, err := e2.FlashResources(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +80,13 @@ func TestLeverModeAndCalibrations(t *testing.T) {
 		t.Fatalf("stored calibrations not used: %+v", ls)
 	}
 	// Stream every layer as far as the cost model knows.
-	r.Spec = spec.Config{Mode: spec.Lever, Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}
+	r.Spec = spec.Config{Mode: spec.ModeFlash, Deps: spec.Deps{Flash: &flash.Setup{Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}}}
 	st, err = e2.Generate(context.Background(), r, noop)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(st.Tokens, plain.Tokens) {
-		t.Errorf("lever with pruning: output differs from plain decoding")
+		t.Errorf("flash mode with pruning: output differs from plain decoding")
 	}
 	if st.Spec.PruneNote != "" || st.Spec.MaxTree < 8 {
 		t.Errorf("with a stored predictor and streamed layers: note %q, largest tree %d", st.Spec.PruneNote, st.Spec.MaxTree)
@@ -111,7 +101,7 @@ func TestShortGenerationTimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 2, Sampling: sample.Params{Temp: 0},
-		Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}}, func(string) error { return nil })
+		Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}}, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +123,7 @@ func TestDraftProfileStored(t *testing.T) {
 		t.Fatalf("fresh pair: note %q", e.DraftProfileNote)
 	}
 	req := Request{Prompt: "Once upon a time", MaxTokens: 24, IgnoreEOS: true, Sampling: sample.Params{Temp: 0},
-		Spec: spec.Config{Mode: spec.Chain, DraftMax: 4}}
+		Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}}
 	if _, err := e.Generate(context.Background(), req, func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

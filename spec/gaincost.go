@@ -31,10 +31,6 @@ type GainCost struct {
 	// that step is a floor, since compute beside streaming reads is
 	// slower than it was measured alone.
 	TileSteps []float64
-	// FreeDraft is drafting time that costs the step nothing, in seconds:
-	// a pre-draft runs beside a verify pass while it waits for storage.
-	// Beyond it drafting costs its time (and hides no reads).
-	FreeDraft float64
 }
 
 // anticipate is how much of the last tree's rate a node must reach to
@@ -45,7 +41,7 @@ const anticipate = 0.8
 const maxGainCostDepth = 32
 
 // DraftGainCost appends to t a tree shaped for the most expected tokens
-// per unit of step time (the Lever design). Each candidate node has a
+// per unit of step time (the flash-aware design, package flash). Each candidate node has a
 // gain, the estimated chance that it is accepted (the calibrated
 // acceptance of its draft probability times its parent's gain), and a
 // marginal cost from the cost model: one more verify row, plus a share of
@@ -83,9 +79,6 @@ func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	// draft pass costs only what it adds beyond the reads it hides.
 	drafting := cm.Draft(d.catchup)
 	draftCost := func(from, more float64, rows int) float64 {
-		if g.FreeDraft > 0 {
-			return max(0, from+more-g.FreeDraft) - max(0, from-g.FreeDraft)
-		}
 		return more - (cm.Overlap(from+more, rows) - cm.Overlap(from, rows))
 	}
 	total := draftCost(0, drafting, 1) + base // T

@@ -6,7 +6,7 @@ import (
 
 	"shade/calib"
 	"shade/cost"
-	"shade/par"
+	"shade/flash"
 	"shade/spec"
 )
 
@@ -64,28 +64,26 @@ func (e *Engine) SaveDraftProfile() (string, error) {
 	return calib.Save(e.Path, CalibAcceptance, p)
 }
 
-// LeverSetup is what Lever mode needs from calibration, resolved once per
-// engine: the cost model (stored, or measured quickly at start-up) and the
-// pruning predictor (stored, or none).
-type LeverSetup struct {
+// FlashResources are what flash mode (package flash) needs from
+// calibration, resolved once per engine: the cost model (stored, or
+// measured quickly at start-up) and the pruning predictor (stored, or
+// none).
+type FlashResources struct {
 	Cost       *cost.Model
 	CostSource string // "stored" or "measured at start-up"
-	Pruner     *spec.Pruner
+	Pruner     *flash.Pruner
 	PrunerNote string // why there is none, or where it came from
-	// Learned is what lever mode has learned of this machine's speed
-	// against the cost model; requests share it.
-	Learned *spec.LeverLearned
 }
 
-// Lever resolves (once) and returns the engine's Lever setup. log, if not
-// nil, is told what was loaded or measured.
-func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
-	e.leverMu.Lock()
-	defer e.leverMu.Unlock()
-	if e.lever != nil {
-		return e.lever, nil
+// FlashResources resolves (once) and returns what the engine's flash mode
+// runs with. log, if not nil, is told what was loaded or measured.
+func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
+	e.flashMu.Lock()
+	defer e.flashMu.Unlock()
+	if e.flash != nil {
+		return e.flash, nil
 	}
-	ls := &LeverSetup{Learned: new(spec.LeverLearned)}
+	ls := &FlashResources{}
 	var stored cost.Model
 	ok := false
 	if e.Path != "" {
@@ -113,7 +111,7 @@ func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
 	}
 	ls.PrunerNote = "none stored (shade calibrate --pruner)"
 	if e.Path != "" {
-		var p spec.Pruner
+		var p flash.Pruner
 		ok, err := calib.Load(e.Path, CalibPruner, &p)
 		if err != nil {
 			return nil, err
@@ -129,42 +127,42 @@ func (e *Engine) Lever(log io.Writer) (*LeverSetup, error) {
 	if log != nil {
 		fmt.Fprintf(log, "lever: cost model %s in %v; pruning predictor: %s; acceptance profile: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote, e.DraftProfileNote)
 	}
-	e.lever = ls
+	e.flash = ls
 	return ls, nil
 }
 
-// applyLever fills a Lever-mode config's cost model and predictor from the
-// engine's setup, unless the request brought its own.
-func (e *Engine) applyLever(cfg *spec.Config) error {
-	if cfg.Mode != spec.Lever {
+// applyFlash gives a flash-mode config its strategy's setup: the request's
+// own (a *flash.Setup in Deps.Flash) with what it leaves unset filled from
+// the engine's resources, the cost model told what streams now, and the
+// cost estimator of cfg's estimates. It runs after the estimates are set.
+func (e *Engine) applyFlash(cfg *spec.Config) error {
+	if cfg.Mode != spec.ModeFlash {
 		return nil
 	}
-	ls, err := e.Lever(nil)
+	ls, err := e.FlashResources(nil)
 	if err != nil {
 		return err
 	}
-	if cfg.Cost == nil {
+	var su flash.Setup
+	if own, ok := cfg.Deps.Flash.(*flash.Setup); ok && own != nil {
+		su = *own
+	} else if cfg.Deps.Flash != nil {
+		return nil // a strategy of the caller's own making
+	}
+	if su.Cost == nil {
 		c := *ls.Cost
 		e.streamedCost(&c)
-		cfg.Cost = &c
+		su.Cost = &c
 	}
-	if cfg.Pruner == nil && !cfg.NoPrune {
-		cfg.Pruner = ls.Pruner
+	if su.Pruner == nil && !cfg.Ablation.NoPrune {
+		su.Pruner = ls.Pruner
 	}
-	if cfg.Learned == nil {
-		cfg.Learned = ls.Learned
+	// What flash mode learns of the machine goes into the estimator auto
+	// mode uses too, shared by the engine's requests for this pair.
+	if su.Estimator == nil && cfg.Deps.Estimates != nil {
+		su.Estimator = cfg.Deps.Estimates.Costs()
 	}
-	if cfg.PreDraft && cfg.PreDraftPool == nil {
-		e.leverMu.Lock()
-		if e.prePool == nil {
-			e.prePool = par.New(e.Model.Pool.Threads())
-		}
-		cfg.PreDraftPool = e.prePool
-		e.leverMu.Unlock()
-	}
-	if cfg.PreDraft && cfg.TargetIdle == nil && e.Stream != nil {
-		cfg.TargetIdle = e.Stream.IOWaiting
-	}
+	cfg.Deps.Flash = &su
 	return nil
 }
 

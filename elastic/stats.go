@@ -1,13 +1,12 @@
-package spec
+package elastic
 
 import "time"
 
-// GovernorStats is what a governor reports of its decisions, for the stats
-// a run prints and the server's metrics. The elastic governor fills it;
-// governors that do not implement GovernorReporter leave Stats.Governor nil.
-// Counts are the governor's totals so far (a governor may outlive one
-// generation, as the server's does).
-type GovernorStats struct {
+// Stats is what the governor reports of its decisions, for the stats a run
+// prints and the server's metrics (Governor.GovernorStats; a decoder it
+// paces puts it in spec.Stats.Governor). Counts are the governor's totals
+// so far (a governor may outlive one generation, as the server's does).
+type Stats struct {
 	Policy string `json:"policy"`
 	// Baselines says where the sensor's quiet-machine latencies came from:
 	// "calibrated", "measured at start-up" or "learned online".
@@ -43,18 +42,4 @@ type GovernorStats struct {
 	Fallbacks     int           `json:"fallbacks"`
 	FallbackTime  time.Duration `json:"fallback_ns"`
 	InFallback    bool          `json:"in_fallback"`
-}
-
-// GovernorReporter is implemented by governors that report GovernorStats.
-type GovernorReporter interface {
-	GovernorStats() GovernorStats
-}
-
-// governorStats asks g for its stats when it reports them.
-func governorStats(g Governor) *GovernorStats {
-	if r, ok := g.(GovernorReporter); ok {
-		st := r.GovernorStats()
-		return &st
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package spec
+package flash
 
 import (
 	"encoding/json"

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// simulate runs the controller against a synthetic machine where a verify
+// simulate runs auto's sizer against a synthetic machine where a verify
 // of r rows costs verify1 + perRow·(r−1), drafting costs perDraft a token
 // and each drafted token is accepted with probability alpha (a fixed
 // pattern). It returns the achieved tokens per second relative to plain
 // decoding.
 func simulate(alpha float64, verify1, perRow, perDraft time.Duration, steps int) float64 {
-	var c controller
+	var c sizer
 	c.init(8)
 	var tokens int
 	var elapsed time.Duration
@@ -32,7 +32,7 @@ func simulate(alpha float64, verify1, perRow, perDraft time.Duration, steps int)
 		}
 		draft := time.Duration(k) * perDraft
 		verify := verify1 + time.Duration(k)*perRow
-		c.observe(k, accepted, draft, verify, draftModel, 1)
+		c.observe(k, accepted, draft, verify, DraftModel, 1)
 		tokens += accepted + 1
 		elapsed += draft + verify
 	}
@@ -40,13 +40,13 @@ func simulate(alpha float64, verify1, perRow, perDraft time.Duration, steps int)
 	return float64(tokens) / elapsed.Seconds() / plain
 }
 
-func TestControllerPoorDraftFallsBack(t *testing.T) {
+func TestAutoPoorDraftFallsBack(t *testing.T) {
 	if r := simulate(0, 100*time.Millisecond, 5*time.Millisecond, 20*time.Millisecond, 2000); r < 0.95 {
 		t.Errorf("with a useless draft auto runs at %.3f× plain decoding, want ≥ 0.95", r)
 	}
 }
 
-func TestControllerGoodDraftDrafts(t *testing.T) {
+func TestAutoGoodDraftDrafts(t *testing.T) {
 	// A draft 1/5 of the target's cost, accepted 80% of the time, and a
 	// verify pass that costs little more for more rows.
 	if r := simulate(0.8, 100*time.Millisecond, 5*time.Millisecond, 20*time.Millisecond, 500); r < 1.5 {
