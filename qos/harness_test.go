@@ -232,8 +232,11 @@ func TestSporadic(t *testing.T) {
 	if (n != 4 && n != 3) || r.Tokens != 10*n {
 		t.Errorf("%d bursts, %d tokens; want 4 and 40", n, r.Tokens)
 	}
-	if on := time.Duration(n) * 50 * time.Millisecond; r.Active < on*8/10 || r.Active > on+100*time.Millisecond {
-		t.Errorf("active %v over %d bursts of 50 ms", r.Active, n)
+	// Active counts the bursts and not the idle time between them. A
+	// loaded machine fires the bursts' deadlines late, so the bound is the
+	// bursts' own time as the work measured it (Busy), not 50 ms each.
+	if on := time.Duration(n) * 50 * time.Millisecond; r.Busy < on*8/10 || r.Active < r.Busy || r.Active > r.Busy+time.Duration(n)*30*time.Millisecond {
+		t.Errorf("active %v, busy %v over %d bursts of 50 ms", r.Active, r.Busy, n)
 	}
 	if r.EffectiveTokPerS() >= r.TokPerS() {
 		t.Errorf("effective %v tok/s not below %v", r.EffectiveTokPerS(), r.TokPerS())
