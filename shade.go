@@ -21,7 +21,7 @@ import (
 	"shade/model"
 	"shade/panelcache"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/weights"
 )
 
@@ -65,7 +65,7 @@ type Model struct {
 	mu   sync.Mutex
 	e    *engine.Engine
 	tmpl *chat.Template
-	spec spec.Config
+	spec speculate.Config
 	ctx  int
 	gov  atomic.Pointer[elastic.Governor] // the engine's, once there is one
 }
@@ -79,13 +79,13 @@ func Open(path string, opt *Options) (*Model, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
-	mode := spec.ModeOff
+	mode := speculate.ModeOff
 	if opt.Draft != "" {
-		mode = spec.ModeAuto
+		mode = speculate.ModeAuto
 	}
 	if opt.Spec != "" {
 		var err error
-		if mode, err = spec.ParseMode(opt.Spec); err != nil {
+		if mode, err = speculate.ParseMode(opt.Spec); err != nil {
 			return nil, fmt.Errorf("shade: %w", err)
 		}
 	}
@@ -112,7 +112,7 @@ func Open(path string, opt *Options) (*Model, error) {
 		return nil, err
 	}
 	tmpl, _ := chat.FromGGUF(&e.Model.File.Meta, e.Tok)
-	m := &Model{e: e, tmpl: tmpl, spec: e.Governed(spec.Config{Mode: mode, DraftMax: opt.DraftMax}), ctx: e.ContextSize(opt.Ctx)}
+	m := &Model{e: e, tmpl: tmpl, spec: e.Governed(speculate.Config{Mode: mode, DraftMax: opt.DraftMax}), ctx: e.ContextSize(opt.Ctx)}
 	if e.Governor != nil {
 		m.gov.Store(e.Governor)
 	}
@@ -142,7 +142,7 @@ func (m *Model) SetPolicy(policy string) error {
 		g.SetPolicy(p)
 		return nil
 	}
-	if m.e.Draft == nil || m.spec.Mode == spec.ModeOff || m.spec.Mode == spec.ModeNgram {
+	if m.e.Draft == nil || m.spec.Mode == speculate.ModeOff || m.spec.Mode == speculate.ModeNgram {
 		return fmt.Errorf("shade: policy %v needs speculation with a draft model (Options.Draft): its layers are the contention sensor", p)
 	}
 	st, err := m.e.ElasticStart(context.Background())

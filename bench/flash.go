@@ -8,7 +8,7 @@ import (
 
 	"shade/engine"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/weights"
 )
 
@@ -77,7 +77,7 @@ type FlashReport struct {
 // flashMode is one configuration compared.
 type flashMode struct {
 	name string
-	cfg  spec.Config
+	cfg  speculate.Config
 }
 
 // RunFlash compares, at each DRAM budget, plain streamed decoding
@@ -131,8 +131,8 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 	// reported, not fatal: the comparison of modes stands without it.
 	disk, diskErr := weights.MeasureDisk(path, weights.DiskOptions{Offset: off, Bytes: o.DiskBytes})
 
-	base := spec.Config{DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth}
-	with := func(m spec.Mode, f func(c *spec.Config)) spec.Config {
+	base := speculate.Config{DraftMax: o.DraftMax, TreeWidth: o.TreeWidth, TreeDepth: o.TreeDepth}
+	with := func(m speculate.Mode, f func(c *speculate.Config)) speculate.Config {
 		c := base
 		c.Mode = m
 		if f != nil {
@@ -141,10 +141,10 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 		return c
 	}
 	main := []flashMode{
-		{"flash-ar", with(spec.ModeOff, nil)},
-		{"chain", with(spec.ModeChain, nil)},
-		{"tree", with(spec.ModeTree, nil)},
-		{"lever", with(spec.ModeFlash, nil)},
+		{"flash-ar", with(speculate.ModeOff, nil)},
+		{"chain", with(speculate.ModeChain, nil)},
+		{"tree", with(speculate.ModeTree, nil)},
+		{"lever", with(speculate.ModeFlash, nil)},
 	}
 	for _, b := range o.Budgets {
 		res, err := runFlashBudget(ctx, e, o, b, main, progress)
@@ -158,12 +158,12 @@ func RunFlash(ctx context.Context, e *engine.Engine, o FlashOptions) (FlashRepor
 	}
 	if o.AblationBudget > 0 {
 		abl := []flashMode{
-			{"flash-ar", with(spec.ModeOff, nil)},
-			{"lever", with(spec.ModeFlash, nil)},
-			{"no gain-cost", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoGainCost = true })},
-			{"no pruning", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoPrune = true })},
-			{"no lazy head", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoLazyHead = true })},
-			{"no batch draft", with(spec.ModeFlash, func(c *spec.Config) { c.Ablation.NoBatchDraft = true })},
+			{"flash-ar", with(speculate.ModeOff, nil)},
+			{"lever", with(speculate.ModeFlash, nil)},
+			{"no gain-cost", with(speculate.ModeFlash, func(c *speculate.Config) { c.Ablation.NoGainCost = true })},
+			{"no pruning", with(speculate.ModeFlash, func(c *speculate.Config) { c.Ablation.NoPrune = true })},
+			{"no lazy head", with(speculate.ModeFlash, func(c *speculate.Config) { c.Ablation.NoLazyHead = true })},
+			{"no batch draft", with(speculate.ModeFlash, func(c *speculate.Config) { c.Ablation.NoBatchDraft = true })},
 		}
 		if rep.Ablation, err = runFlashBudget(ctx, e, o, o.AblationBudget, abl, progress); err != nil {
 			return rep, err
@@ -216,7 +216,7 @@ func runFlashBudget(ctx context.Context, e *engine.Engine, o FlashOptions, budge
 	ioWait := make([]time.Duration, len(modes))
 	compute := make([]time.Duration, len(modes))
 	readTime := make([]time.Duration, len(modes))
-	totals := make([]spec.Stats, len(modes))
+	totals := make([]speculate.Stats, len(modes))
 	for j, m := range modes {
 		results[j] = FlashResult{Budget: budget, Mode: m.name, Lossless: true, Streamed: len(plan.Streamed)}
 	}

@@ -11,7 +11,7 @@ import (
 	"shade/engine"
 	"shade/qos"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // This file is the background side of `shade bench qos`: the language
@@ -50,13 +50,13 @@ type SampleSource interface {
 // speculation settings (whose Governor paces it). Its samples come from
 // sensor when it is non-nil; otherwise from the per-layer timings the
 // decoder reports at its yield points (see qos.LayerScores).
-func (l *QoSLLM) Workload(cfg spec.Config, sensor SampleSource) qos.Background {
+func (l *QoSLLM) Workload(cfg speculate.Config, sensor SampleSource) qos.Background {
 	return qos.BackgroundFunc(func(ctx context.Context) (qos.BackgroundResult, error) {
 		return l.run(ctx, cfg, sensor)
 	})
 }
 
-func (l *QoSLLM) run(ctx context.Context, cfg spec.Config, sensor SampleSource) (qos.BackgroundResult, error) {
+func (l *QoSLLM) run(ctx context.Context, cfg speculate.Config, sensor SampleSource) (qos.BackgroundResult, error) {
 	var res qos.BackgroundResult
 	if l.Engine == nil || len(l.Prompts) == 0 {
 		return res, errors.New("bench qos: the LLM workload needs an engine and prompts")
@@ -110,7 +110,7 @@ func (l *QoSLLM) run(ctx context.Context, cfg spec.Config, sensor SampleSource) 
 // workload is in its steady state (Ready), once per run; when the harness
 // was waiting for that, the tokens made before it are not the measured
 // run's and are returned as before.
-func (l *QoSLLM) generate(ctx context.Context, prompt string, maxTok, n int, cfg spec.Config, ready *bool) (engine.Stats, int, error) {
+func (l *QoSLLM) generate(ctx context.Context, prompt string, maxTok, n int, cfg speculate.Config, ready *bool) (engine.Stats, int, error) {
 	ss, err := l.Engine.NewSession(engine.Request{Prompt: prompt, MaxTokens: maxTok, Ctx: n,
 		Sampling: sample.Params{Temp: 0}, IgnoreEOS: true, Spec: cfg}, nil)
 	if err != nil {
@@ -140,7 +140,7 @@ const maxLayerTimings = 1 << 20
 // layerRecorder wraps a policy's Governor (or none) and records every layer
 // timing it sees, changing nothing.
 type layerRecorder struct {
-	inner   spec.Governor
+	inner   speculate.Governor
 	records []qos.LayerTiming
 }
 
@@ -220,7 +220,7 @@ func ARPolicy(l *QoSLLM) qos.Policy {
 			if l == nil {
 				return nil, errNoLLM
 			}
-			return l.Workload(spec.Config{Mode: spec.ModeOff}, nil), nil
+			return l.Workload(speculate.Config{Mode: speculate.ModeOff}, nil), nil
 		}}
 }
 
@@ -232,11 +232,11 @@ func SpecPolicy(l *QoSLLM, draftMax int) qos.Policy {
 			if l == nil {
 				return nil, errNoLLM
 			}
-			mode := spec.ModeChain
+			mode := speculate.ModeChain
 			if l.Engine.Draft == nil {
-				mode = spec.ModeNgram
+				mode = speculate.ModeNgram
 			}
-			return l.Workload(spec.Config{Mode: mode, DraftMax: draftMax}, nil), nil
+			return l.Workload(speculate.Config{Mode: mode, DraftMax: draftMax}, nil), nil
 		}}
 }
 
@@ -251,7 +251,7 @@ func FreqLimitPolicy(l *QoSLLM, tokPerS float64) qos.Policy {
 			if !(tokPerS > 0) {
 				return nil, fmt.Errorf("bench qos: freq-limit rate %v tok/s must be positive", tokPerS)
 			}
-			return l.Workload(spec.Config{Mode: spec.ModeOff, Deps: spec.Deps{Governor: &RateCap{TokPerS: tokPerS}}}, nil), nil
+			return l.Workload(speculate.Config{Mode: speculate.ModeOff, Deps: speculate.Deps{Governor: &RateCap{TokPerS: tokPerS}}}, nil), nil
 		}}
 }
 
@@ -266,7 +266,7 @@ func ChunkSleepPolicy(l *QoSLLM, layers int, sleep time.Duration) qos.Policy {
 			if layers < 1 || sleep < 0 || sleep > time.Second {
 				return nil, fmt.Errorf("bench qos: chunk-sleep needs ≥ 1 layer per chunk and a sleep in [0, 1s]")
 			}
-			return l.Workload(spec.Config{Mode: spec.ModeOff, Deps: spec.Deps{Governor: &ChunkSleeper{Layers: layers, Sleep: sleep}}}, nil), nil
+			return l.Workload(speculate.Config{Mode: speculate.ModeOff, Deps: speculate.Deps{Governor: &ChunkSleeper{Layers: layers, Sleep: sleep}}}, nil), nil
 		}}
 }
 
@@ -278,7 +278,7 @@ const (
 	DefaultChunkSleep  = 4 * time.Millisecond
 )
 
-// RateCap is a spec.Governor that holds the average rate since its first
+// RateCap is a speculate.Governor that holds the average rate since its first
 // step to at most TokPerS, pausing after a step that got ahead. A gap of
 // over a second between steps (the workload was off) starts the average
 // afresh, so that idle time does not become a burst allowance.
@@ -307,7 +307,7 @@ func (g *RateCap) StepDone(tokens int, took time.Duration) time.Duration {
 	return pause
 }
 
-// ChunkSleeper is a spec.Governor that sleeps for Sleep after every Layers
+// ChunkSleeper is a speculate.Governor that sleeps for Sleep after every Layers
 // target layers.
 type ChunkSleeper struct {
 	Layers int
@@ -348,7 +348,7 @@ func ElasticPolicy(l *QoSLLM, p elastic.Policy, draftMax int) qos.Policy {
 			}
 			g := st.Governor(p)
 			src2 := &governorSamples{g: g}
-			w := l.Workload(spec.Config{Mode: spec.ModeChain, DraftMax: draftMax, Deps: spec.Deps{Governor: g}}, src2)
+			w := l.Workload(speculate.Config{Mode: speculate.ModeChain, DraftMax: draftMax, Deps: speculate.Deps{Governor: g}}, src2)
 			return qos.BackgroundFunc(func(ctx context.Context) (qos.BackgroundResult, error) {
 				if src2.since == 0 {
 					src2.since = elastic.Monotonic()

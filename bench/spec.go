@@ -7,12 +7,12 @@ import (
 
 	"shade/engine"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // SpecOptions configure RunSpec.
 type SpecOptions struct {
-	Modes     []spec.Mode // default: off, chain, tree, ngram, auto
+	Modes     []speculate.Mode // default: off, chain, tree, ngram, auto
 	Prompts   []string    // default: DefaultPrompts
 	Tokens    int         // generated per prompt (default 64)
 	DraftMax  int
@@ -20,11 +20,11 @@ type SpecOptions struct {
 	TreeDepth int
 	// Governor, if set, paces every speculative mode (off stays plain,
 	// the baseline).
-	Governor spec.Governor
+	Governor speculate.Governor
 	// Base, if set, carries the other speculation settings (lever's
 	// switches, say) every mode runs with; Mode, DraftMax, TreeWidth and
 	// TreeDepth are set from the fields above.
-	Base     spec.Config
+	Base     speculate.Config
 	Progress func(what string)
 }
 
@@ -63,10 +63,10 @@ type SpecReport struct {
 // decoding's (it must: greedy speculation is lossless).
 func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, error) {
 	if len(o.Modes) == 0 {
-		o.Modes = []spec.Mode{spec.ModeOff, spec.ModeChain, spec.ModeTree, spec.ModeNgram, spec.ModeAuto}
+		o.Modes = []speculate.Mode{speculate.ModeOff, speculate.ModeChain, speculate.ModeTree, speculate.ModeNgram, speculate.ModeAuto}
 	}
-	o.Modes = slices.DeleteFunc(slices.Clone(o.Modes), func(m spec.Mode) bool { return m == spec.ModeOff })
-	o.Modes = append([]spec.Mode{spec.ModeOff}, o.Modes...)
+	o.Modes = slices.DeleteFunc(slices.Clone(o.Modes), func(m speculate.Mode) bool { return m == speculate.ModeOff })
+	o.Modes = append([]speculate.Mode{speculate.ModeOff}, o.Modes...)
 	if len(o.Prompts) == 0 {
 		o.Prompts = DefaultPrompts
 	}
@@ -74,9 +74,9 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 		o.Tokens = 64
 	}
 	rep := SpecReport{Prompts: len(o.Prompts), Tokens: o.Tokens}
-	var modes []spec.Mode
+	var modes []speculate.Mode
 	for _, m := range o.Modes {
-		if e.Draft == nil && (m == spec.ModeChain || m == spec.ModeTree || m == spec.ModeFlash) {
+		if e.Draft == nil && (m == speculate.ModeChain || m == speculate.ModeTree || m == speculate.ModeFlash) {
 			continue
 		}
 		modes = append(modes, m)
@@ -84,7 +84,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 	// Modes alternate within each prompt, so that a shared machine's
 	// changing load falls on all of them alike.
 	tps := make([][]float64, len(modes))
-	totals := make([]spec.Stats, len(modes))
+	totals := make([]speculate.Stats, len(modes))
 	results := make([]SpecResult, len(modes))
 	for j, mode := range modes {
 		results[j] = SpecResult{Mode: mode.String(), Lossless: true}
@@ -98,7 +98,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 			cfg := o.Base
 			cfg.Mode, cfg.DraftMax, cfg.TreeWidth, cfg.TreeDepth = mode, o.DraftMax, o.TreeWidth, o.TreeDepth
 			cfg.Deps.Governor = nil
-			if mode != spec.ModeOff {
+			if mode != speculate.ModeOff {
 				cfg.Deps.Governor = o.Governor
 			}
 			st, err := e.Generate(ctx, engine.Request{
@@ -108,7 +108,7 @@ func RunSpec(ctx context.Context, e *engine.Engine, o SpecOptions) (SpecReport, 
 				return rep, fmt.Errorf("bench spec: %v: %w", mode, err)
 			}
 			tps[j] = append(tps[j], st.GenTPS)
-			if mode == spec.ModeOff {
+			if mode == speculate.ModeOff {
 				reference = st.Tokens
 			} else if !slices.Equal(st.Tokens, reference) {
 				results[j].Lossless = false

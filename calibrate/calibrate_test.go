@@ -12,7 +12,7 @@ import (
 	"shade/elastic"
 	"shade/engine"
 	"shade/flash"
-	"shade/spec"
+	"shade/speculate"
 )
 
 const conformanceDir = "../../shared/testdata/conformance"
@@ -81,7 +81,7 @@ func TestContention(t *testing.T) {
 }
 
 func TestPruner(t *testing.T) {
-	e := open(t, true, engine.Options{Spec: spec.ModeFlash})
+	e := open(t, true, engine.Options{Spec: speculate.ModeFlash})
 	r, err := Pruner(context.Background(), e, PrunerOptions{Tokens: 48})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestPruner(t *testing.T) {
 	if ok, err := calib.Load(e.Path, calib.Pruner, &p); !ok || err != nil || p.Validate(r.Layers) != nil || r.Nodes == 0 {
 		t.Fatalf("stored predictor: %v %v %+v (%d nodes)", ok, err, p, r.Nodes)
 	}
-	var prof spec.RankProfile
+	var prof speculate.RankProfile
 	if ok, err := calib.Load(e.Path, calib.Acceptance, &prof); !ok || err != nil || prof.Nodes() == 0 || r.ProfilePath == "" {
 		t.Fatalf("stored acceptance profile: %v %v %+v", ok, err, prof)
 	}

@@ -10,7 +10,7 @@ import (
 	"shade/engine"
 	"shade/flash"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // PrunerOptions configure Pruner.
@@ -34,7 +34,7 @@ type PrunerResult struct {
 	Path    string // where the predictor is stored
 	// Profile is the draft's acceptance profile learned by the same runs,
 	// stored at ProfilePath.
-	Profile     spec.RankProfile
+	Profile     speculate.RankProfile
 	ProfilePath string
 }
 
@@ -83,8 +83,8 @@ func Pruner(ctx context.Context, e *engine.Engine, o PrunerOptions) (*PrunerResu
 	cm.StreamedLayers = L
 	var samples []flash.PruneSample
 	step := 0
-	cfg := spec.Config{Mode: spec.ModeFlash, PruneLayer: layer, Ablation: spec.Ablation{NoPrune: true},
-		Deps: spec.Deps{Flash: &flash.Setup{Cost: &cm, Trace: func(s []flash.PruneSample) {
+	cfg := speculate.Config{Mode: speculate.ModeFlash, PruneLayer: layer, Ablation: speculate.Ablation{NoPrune: true},
+		Deps: speculate.Deps{Flash: &flash.Setup{Cost: &cm, Trace: func(s []flash.PruneSample) {
 			step++
 			for _, x := range s {
 				x.Step = step

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"shade/spec"
+	"shade/speculate"
 )
 
 // Verify batch sizes the governor chooses from (like an NPU runtime's
@@ -56,8 +56,8 @@ const DefaultGuardrailRate = 12
 // tok/s was about 60% of its uncontrolled speculative rate.)
 const GuardrailShare = 0.6
 
-// Governor is the elastic controller. It implements spec.Governor and
-// spec.Reporter; all methods are safe for concurrent use (the
+// Governor is the elastic controller. It implements speculate.Governor and
+// speculate.Reporter; all methods are safe for concurrent use (the
 // decoder calls from its goroutine, SetPolicy and the readers from others).
 // Generations it drives may follow or interleave one another step by step
 // (the server's background sessions), but not run steps at the same time:
@@ -423,10 +423,10 @@ func (g *Governor) GovernorStats() Stats {
 	return st
 }
 
-var _ spec.Governor = (*Governor)(nil)
-var _ spec.Reporter = (*Governor)(nil)
+var _ speculate.Governor = (*Governor)(nil)
+var _ speculate.Reporter = (*Governor)(nil)
 
-// Report is GovernorStats for spec.Stats.Governor.
+// Report is GovernorStats for speculate.Stats.Governor.
 func (g *Governor) Report() any {
 	st := g.GovernorStats()
 	return &st

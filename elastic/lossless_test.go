@@ -8,7 +8,7 @@ import (
 	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // injected drives a Governor with made-up draft-layer latencies: spells of
@@ -35,20 +35,20 @@ func (j *injected) VerifyLayer(layer, rows int, took time.Duration) time.Duratio
 	return j.Governor.VerifyLayer(layer, rows, 2*time.Millisecond) / 20
 }
 
-func generate(t *testing.T, target, draft *model.Model, cfg spec.Config, prompt []int32, n int) ([]int32, spec.Stats) {
+func generate(t *testing.T, target, draft *model.Model, cfg speculate.Config, prompt []int32, n int) ([]int32, speculate.Stats) {
 	t.Helper()
 	st, err := target.NewState(256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sm, _ := sample.New(sample.Params{Temp: 0})
-	var dr *spec.ModelDrafter
-	if draft != nil && cfg.Mode != spec.ModeOff {
-		if dr, err = spec.NewModelDrafter(draft, 256, sample.Params{Temp: 0}); err != nil {
+	var dr *speculate.ModelDrafter
+	if draft != nil && cfg.Mode != speculate.ModeOff {
+		if dr, err = speculate.NewModelDrafter(draft, 256, sample.Params{Temp: 0}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := spec.NewDecoder(st, sm, dr, cfg)
+	d, err := speculate.NewDecoder(st, sm, dr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +62,12 @@ func TestElasticLossless(t *testing.T) {
 	target := testutil.ConformanceModel(t, "stories260K.gguf")
 	prompts := [][]int32{{1, 403, 407, 261, 378}, {1, 297, 285, 400}}
 	for pi, prompt := range prompts {
-		want, _ := generate(t, target, nil, spec.Config{Mode: spec.ModeOff}, prompt, 64)
+		want, _ := generate(t, target, nil, speculate.Config{Mode: speculate.ModeOff}, prompt, 64)
 		for _, pol := range []Policy{Balanced, UIFirst, Off} {
 			for _, spell := range []int{3, 40} {
-				for _, mode := range []spec.Mode{spec.ModeChain, spec.ModeTree, spec.ModeAuto} {
+				for _, mode := range []speculate.Mode{speculate.ModeChain, speculate.ModeTree, speculate.ModeAuto} {
 					g := &injected{Governor: New(Config{Policy: pol, Baselines: flatBaselines(target.Config.Layers, 1e6), Hysteresis: 2}), spell: spell}
-					got, st := generate(t, target, target, spec.Config{Mode: mode, DraftMax: 6, Deps: spec.Deps{Governor: g}}, prompt, 64)
+					got, st := generate(t, target, target, speculate.Config{Mode: mode, DraftMax: 6, Deps: speculate.Deps{Governor: g}}, prompt, 64)
 					if !slices.Equal(got, want) {
 						t.Fatalf("prompt %d, %v, spell %d, %v: output differs from plain greedy\n got %v\nwant %v", pi, pol, spell, mode, got, want)
 					}
@@ -75,7 +75,7 @@ func TestElasticLossless(t *testing.T) {
 					if gs == nil || gs.Policy != pol.String() {
 						t.Fatalf("governor stats missing or wrong: %+v", gs)
 					}
-					if pol != Off && mode == spec.ModeChain && (st.Preempted == 0 || st.Filled == 0 || gs.Sleeps == 0) {
+					if pol != Off && mode == speculate.ModeChain && (st.Preempted == 0 || st.Filled == 0 || gs.Sleeps == 0) {
 						t.Errorf("%v, spell %d: preempted %d, filled %d, sleeps %d: an actuator never acted", pol, spell, st.Preempted, st.Filled, gs.Sleeps)
 					}
 					if pol == Off && (st.Preempted != 0 || st.Filled != 0 || gs.Sleeps != 0) {

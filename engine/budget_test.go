@@ -15,7 +15,7 @@ import (
 	"shade/gguf"
 	"shade/quant"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/synth"
 	"shade/weights"
 )
@@ -108,7 +108,7 @@ func TestDRAMBudgetGeneration(t *testing.T) {
 		t.Fatalf("after LoadDraft: streamer %v, plan %+v", e.Stream, e.DRAMPlan)
 	}
 	sreq := req
-	sreq.Spec = spec.Config{Mode: spec.ModeChain, DraftMax: 4}
+	sreq.Spec = speculate.Config{Mode: speculate.ModeChain, DraftMax: 4}
 	st, err := e.Generate(context.Background(), sreq, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestFlashStreamed(t *testing.T) {
 		DraftPass: []float64{1e-4, 4e-4}, TargetLayer: []float64{1e-4, 64e-4}, TargetHead: []float64{1e-4, 8e-4},
 		Direct: true, StreamedLayers: L}
 	r := req
-	r.Spec = spec.Config{Mode: spec.ModeFlash, Deps: spec.Deps{Flash: &flash.Setup{Cost: cm}}}
+	r.Spec = speculate.Config{Mode: speculate.ModeFlash, Deps: speculate.Deps{Flash: &flash.Setup{Cost: cm}}}
 	st, err := e.Generate(context.Background(), r, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 	"shade/model"
 	"shade/panelcache"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/tokenizer"
 	"shade/weights"
 )
@@ -33,10 +33,10 @@ type Engine struct {
 	Draft *model.Model // optional draft model for speculative decoding
 	// DraftRanks is what drafting has learned of the draft's acceptance by
 	// sibling rank; requests share it.
-	DraftRanks *spec.RankStats
+	DraftRanks *speculate.RankStats
 	// SpecEstimates is what auto mode has learned of acceptance and step
 	// costs with this target and draft; requests share it.
-	SpecEstimates *spec.Estimates
+	SpecEstimates *speculate.Estimates
 
 	// Stream streams the target's layers that do not fit the DRAM budget
 	// (SetDRAMBudget); nil when every layer is resident.
@@ -48,7 +48,7 @@ type Engine struct {
 	Panels *panelcache.Options
 
 	estMu          sync.Mutex
-	ngramEstimates *spec.Estimates
+	ngramEstimates *speculate.Estimates
 	LoadTime       time.Duration
 	// Path is the target's file (calibrations are stored beside it).
 	Path string
@@ -159,9 +159,9 @@ func (e *Engine) LoadDraft(path string) error {
 	e.elasticMu.Unlock()
 	e.Draft = m
 	e.DraftPath = path
-	e.DraftRanks = new(spec.RankStats)
+	e.DraftRanks = new(speculate.RankStats)
 	e.DraftProfileNote = e.loadDraftProfile()
-	e.SpecEstimates = spec.NewEstimates()
+	e.SpecEstimates = speculate.NewEstimates()
 	if e.DRAMPlan != nil { // the draft's bytes now count against the budget
 		if _, err := e.SetDRAMBudget(e.budget, e.budgetOpts); err != nil {
 			return fmt.Errorf("draft %s: planning the DRAM budget again: %w", path, err)
@@ -217,7 +217,7 @@ type Request struct {
 	// IgnoreEOS keeps generating past end-of-generation tokens.
 	IgnoreEOS bool
 	// Spec configures speculative decoding (Mode Off: plain decoding).
-	Spec spec.Config
+	Spec speculate.Config
 }
 
 // Defaults for Request fields left zero.
@@ -237,7 +237,7 @@ type Stats struct {
 	LoadDuration   time.Duration `json:"load_ns"`
 	ResidentBytes  int64         `json:"resident_bytes"`
 	StopReason     string        `json:"stop_reason"` // "eos", "length", "context", "canceled"
-	Spec           *spec.Stats   `json:"spec,omitempty"`
+	Spec           *speculate.Stats   `json:"spec,omitempty"`
 	// Stream is what the weight streamer did during the generation (with
 	// sessions interleaved, theirs too); nil when every layer is resident.
 	Stream          *weights.Stats `json:"stream,omitempty"`
@@ -279,17 +279,17 @@ func (e *Engine) Generate(ctx context.Context, r Request, emit func(text string)
 
 // estimates returns the auto-mode estimates requests share: the draft's if
 // one is loaded, else the target's own (n-gram drafting).
-func (e *Engine) estimates() *spec.Estimates {
+func (e *Engine) estimates() *speculate.Estimates {
 	e.estMu.Lock()
 	defer e.estMu.Unlock()
 	if e.Draft != nil {
 		if e.SpecEstimates == nil {
-			e.SpecEstimates = spec.NewEstimates()
+			e.SpecEstimates = speculate.NewEstimates()
 		}
 		return e.SpecEstimates
 	}
 	if e.ngramEstimates == nil {
-		e.ngramEstimates = spec.NewEstimates()
+		e.ngramEstimates = speculate.NewEstimates()
 	}
 	return e.ngramEstimates
 }

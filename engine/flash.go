@@ -7,7 +7,7 @@ import (
 	"shade/calib"
 	"shade/cost"
 	"shade/flash"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // Calibration kinds the engine reads from beside the target model.
@@ -15,7 +15,7 @@ const (
 	CalibCost   = "cost"
 	CalibPruner = "pruner"
 	// CalibAcceptance is the draft's acceptance profile against the
-	// target (spec.RankProfile), stored by shade calibrate --pruner.
+	// target (speculate.RankProfile), stored by shade calibrate --pruner.
 	CalibAcceptance = "acceptance"
 )
 
@@ -27,7 +27,7 @@ func (e *Engine) loadDraftProfile() string {
 	if e.Path == "" || e.DraftPath == "" {
 		return "none"
 	}
-	var p spec.RankProfile
+	var p speculate.RankProfile
 	ok, err := calib.Load(e.Path, CalibAcceptance, &p)
 	switch {
 	case err != nil:
@@ -135,8 +135,8 @@ func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
 // own (a *flash.Setup in Deps.Flash) with what it leaves unset filled from
 // the engine's resources, the cost model told what streams now, and the
 // cost estimator of cfg's estimates. It runs after the estimates are set.
-func (e *Engine) applyFlash(cfg *spec.Config) error {
-	if cfg.Mode != spec.ModeFlash {
+func (e *Engine) applyFlash(cfg *speculate.Config) error {
+	if cfg.Mode != speculate.ModeFlash {
 		return nil
 	}
 	ls, err := e.FlashResources(nil)

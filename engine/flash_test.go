@@ -12,7 +12,7 @@ import (
 	"shade/flash"
 	"shade/internal/testutil"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // copyModel copies a conformance model into a temporary directory, so that
@@ -37,7 +37,7 @@ func TestFlashModeAndCalibrations(t *testing.T) {
 	}
 	// Without stored calibrations: the cost model is measured, pruning off.
 	r := req
-	r.Spec = spec.Config{Mode: spec.ModeFlash}
+	r.Spec = speculate.Config{Mode: speculate.ModeFlash}
 	st, err := e.Generate(context.Background(), r, noop)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestFlashModeAndCalibrations(t *testing.T) {
 		t.Fatalf("stored calibrations not used: %+v", ls)
 	}
 	// Stream every layer as far as the cost model knows.
-	r.Spec = spec.Config{Mode: spec.ModeFlash, Deps: spec.Deps{Flash: &flash.Setup{Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}}}
+	r.Spec = speculate.Config{Mode: speculate.ModeFlash, Deps: speculate.Deps{Flash: &flash.Setup{Cost: func() *cost.Model { c := *ls.Cost; c.StreamedLayers = c.Layers; return &c }()}}}
 	st, err = e2.Generate(context.Background(), r, noop)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestShortGenerationTimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 2, Sampling: sample.Params{Temp: 0},
-		Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}}, func(string) error { return nil })
+		Spec: speculate.Config{Mode: speculate.ModeChain, DraftMax: 4}}, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestDraftProfileStored(t *testing.T) {
 		t.Fatalf("fresh pair: note %q", e.DraftProfileNote)
 	}
 	req := Request{Prompt: "Once upon a time", MaxTokens: 24, IgnoreEOS: true, Sampling: sample.Params{Temp: 0},
-		Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}}
+		Spec: speculate.Config{Mode: speculate.ModeChain, DraftMax: 4}}
 	if _, err := e.Generate(context.Background(), req, func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"shade/internal/gguftest"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // nanModel is stories260K with output.weight all NaN: every logit it
@@ -26,11 +26,11 @@ func nanModel(t *testing.T) string {
 	return gguftest.Rewrite(t, src, "NAN.gguf", nil, gguftest.FillF32("output.weight", float32(math.NaN())))
 }
 
-var nanModes = []spec.Config{
-	{Mode: spec.ModeChain, DraftMax: 5},
-	{Mode: spec.ModeTree, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
-	{Mode: spec.ModeFlash},
-	{Mode: spec.ModeAuto},
+var nanModes = []speculate.Config{
+	{Mode: speculate.ModeChain, DraftMax: 5},
+	{Mode: speculate.ModeTree, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
+	{Mode: speculate.ModeFlash},
+	{Mode: speculate.ModeAuto},
 }
 
 // TestNaNDraft: a draft whose logits are NaN drafts nothing (each step is
@@ -83,13 +83,13 @@ func TestNaNTarget(t *testing.T) {
 	if err := e.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	modes := append([]spec.Config{{Mode: spec.ModeOff}, {Mode: spec.ModeNgram}}, nanModes...)
+	modes := append([]speculate.Config{{Mode: speculate.ModeOff}, {Mode: speculate.ModeNgram}}, nanModes...)
 	for _, sp := range []sample.Params{{Temp: 0}, {Temp: 0.8, Seed: 3}} {
 		for _, cfg := range modes {
 			r := Request{Prompt: "Once upon a time", MaxTokens: 8, Sampling: sp, Spec: cfg}
 			st, err := e.Generate(context.Background(), r, func(string) error { return nil })
-			if !errors.Is(err, spec.ErrNonFinite) {
-				t.Errorf("temp %v, %v: err %v, want one wrapping spec.ErrNonFinite", sp.Temp, cfg.Mode, err)
+			if !errors.Is(err, speculate.ErrNonFinite) {
+				t.Errorf("temp %v, %v: err %v, want one wrapping speculate.ErrNonFinite", sp.Temp, cfg.Mode, err)
 			}
 			if st.GenTokens != 0 {
 				t.Errorf("temp %v, %v: %d tokens emitted from NaN logits", sp.Temp, cfg.Mode, st.GenTokens)
@@ -107,7 +107,7 @@ func TestNaNPerplexity(t *testing.T) {
 	}
 	defer e.Close()
 	_, err = e.Perplexity(context.Background(), strings.Repeat("Once upon a time there was a girl. ", 8), 16, nil)
-	if !errors.Is(err, spec.ErrNonFinite) {
-		t.Fatalf("got %v, want an error wrapping spec.ErrNonFinite", err)
+	if !errors.Is(err, speculate.ErrNonFinite) {
+		t.Fatalf("got %v, want an error wrapping speculate.ErrNonFinite", err)
 	}
 }

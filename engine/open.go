@@ -9,7 +9,7 @@ import (
 
 	"shade/elastic"
 	"shade/panelcache"
-	"shade/spec"
+	"shade/speculate"
 	"shade/weights"
 )
 
@@ -26,7 +26,7 @@ type Options struct {
 	// mode needs from calibration (Lever's cost model and predictor) while
 	// every layer is still resident, so that a cost model measured then
 	// times compute, not reads.
-	Spec spec.Mode
+	Spec speculate.Mode
 	// Ctx is the context size requests will use (≤ 0: the model's, at most
 	// DefaultCtx); Open checks that its KV caches fit (CheckContext).
 	Ctx int
@@ -88,13 +88,13 @@ func (o *Options) Check() error {
 }
 
 // needsDraft says whether a mode cannot run without a draft model.
-func needsDraft(m spec.Mode) bool {
-	return m == spec.ModeChain || m == spec.ModeTree || m == spec.ModeFlash
+func needsDraft(m speculate.Mode) bool {
+	return m == speculate.ModeChain || m == speculate.ModeTree || m == speculate.ModeFlash
 }
 
 // draftsWithModel says whether a mode runs the draft model when there is
 // one: the governor's sensor reads its layers.
-func draftsWithModel(m spec.Mode) bool { return m != spec.ModeOff && m != spec.ModeNgram }
+func draftsWithModel(m speculate.Mode) bool { return m != speculate.ModeOff && m != speculate.ModeNgram }
 
 // Open loads a model and sets an engine up for its requests, in the one
 // order that works: the draft (its bytes count against the DRAM budget),
@@ -136,7 +136,7 @@ func (e *Engine) setUp(ctx context.Context, o Options, note func(string)) error 
 	if err := e.CheckContext(o.Ctx); err != nil {
 		return err
 	}
-	if o.Spec == spec.ModeFlash {
+	if o.Spec == speculate.ModeFlash {
 		var log bytes.Buffer
 		_, err := e.FlashResources(&log)
 		for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
@@ -210,7 +210,7 @@ func (e *Engine) ElasticStart(ctx context.Context) (*elastic.Start, error) {
 
 // Governed returns cfg run under the engine's elastic governor, if it has
 // one (and cfg no governor of its own).
-func (e *Engine) Governed(cfg spec.Config) spec.Config {
+func (e *Engine) Governed(cfg speculate.Config) speculate.Config {
 	if cfg.Deps.Governor == nil && e.Governor != nil {
 		cfg.Deps.Governor = e.Governor
 	}

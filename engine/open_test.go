@@ -10,7 +10,7 @@ import (
 	"shade/calib"
 	"shade/elastic"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/weights"
 )
 
@@ -21,11 +21,11 @@ func TestOpenOptionErrors(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"lever without a draft", Options{Spec: spec.ModeFlash}, "needs a draft"},
-		{"chain without a draft", Options{Spec: spec.ModeChain}, "needs a draft"},
+		{"lever without a draft", Options{Spec: speculate.ModeFlash}, "needs a draft"},
+		{"chain without a draft", Options{Spec: speculate.ModeChain}, "needs a draft"},
 		{"policy without a draft", Options{Policy: elastic.Balanced}, "contention sensor"},
-		{"policy with nothing drafting", Options{Draft: path, Spec: spec.ModeNgram, Policy: elastic.UIFirst}, "contention sensor"},
-		{"policy with speculation off", Options{Draft: path, Spec: spec.ModeOff, Policy: elastic.Balanced}, "contention sensor"},
+		{"policy with nothing drafting", Options{Draft: path, Spec: speculate.ModeNgram, Policy: elastic.UIFirst}, "contention sensor"},
+		{"policy with speculation off", Options{Draft: path, Spec: speculate.ModeOff, Policy: elastic.Balanced}, "contention sensor"},
 		{"a budget that is no size", Options{DRAMBudget: "lots"}, "dram budget"},
 		{"a budget over 100%", Options{DRAMBudget: "101%"}, "dram budget"},
 		{"read-ahead out of range", Options{DRAMBudget: "50%", Stream: streamOpts(65)}, "read-ahead"},
@@ -49,7 +49,7 @@ func TestOpenSetUp(t *testing.T) {
 	path := copyModel(t, "stories260K.gguf")
 	draft := filepath.Join(conformanceDir, "stories260K-f16.gguf")
 	var notes []string
-	e, err := Open(context.Background(), path, Options{Threads: 2, Draft: draft, Spec: spec.ModeFlash, DRAMBudget: "0%",
+	e, err := Open(context.Background(), path, Options{Threads: 2, Draft: draft, Spec: speculate.ModeFlash, DRAMBudget: "0%",
 		Policy: elastic.Balanced, Note: func(s string) { notes = append(notes, s) }})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestOpenSetUp(t *testing.T) {
 	if e.Governor == nil || e.Governor.Policy() != elastic.Balanced || e.Draft == nil || e.DraftPath != draft {
 		t.Fatalf("governor %v, draft %v", e.Governor, e.DraftPath)
 	}
-	cfg := e.Governed(spec.Config{Mode: spec.ModeFlash})
+	cfg := e.Governed(speculate.Config{Mode: speculate.ModeFlash})
 	if cfg.Deps.Governor == nil {
 		t.Fatal("Governed left the governor out")
 	}
@@ -86,7 +86,7 @@ func TestOpenSetUp(t *testing.T) {
 	if plain.Governor != nil || plain.Stream != nil {
 		t.Errorf("the zero options built a governor (%v) or a streamer", plain.Governor)
 	}
-	if cfg := plain.Governed(spec.Config{}); cfg.Deps.Governor != nil {
+	if cfg := plain.Governed(speculate.Config{}); cfg.Deps.Governor != nil {
 		t.Error("Governed of an engine without a governor set one (a nil pointer in an interface)")
 	}
 	ref, err := plain.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 12, Sampling: sample.Params{Temp: 0}}, func(string) error { return nil })
@@ -105,9 +105,9 @@ func TestOpenSwitchable(t *testing.T) {
 	draft := filepath.Join(conformanceDir, "stories260K-f16.gguf")
 	for _, tc := range []struct {
 		draft    string
-		mode     spec.Mode
+		mode     speculate.Mode
 		governed bool
-	}{{draft, spec.ModeChain, true}, {draft, spec.ModeAuto, true}, {draft, spec.ModeNgram, false}, {"", spec.ModeOff, false}} {
+	}{{draft, speculate.ModeChain, true}, {draft, speculate.ModeAuto, true}, {draft, speculate.ModeNgram, false}, {"", speculate.ModeOff, false}} {
 		e, err := Open(context.Background(), path, Options{Threads: 1, Draft: tc.draft, Spec: tc.mode, Switchable: true})
 		if err != nil {
 			t.Fatal(err)

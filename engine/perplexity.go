@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"shade/model"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // PerplexityResult is the outcome of a perplexity run.
@@ -83,7 +83,7 @@ func (e *Engine) Perplexity(ctx context.Context, text string, nctx int, progress
 			for k, q := range rows {
 				lp := logSoftmaxAt(logits[k*vocab:(k+1)*vocab], chunk[q+1])
 				if math.IsNaN(lp) || math.IsInf(lp, 0) {
-					return res, fmt.Errorf("engine: perplexity: %w at position %d of chunk %d: the model file's weights or hyperparameters are broken", spec.ErrNonFinite, q, c)
+					return res, fmt.Errorf("engine: perplexity: %w at position %d of chunk %d: the model file's weights or hyperparameters are broken", speculate.ErrNonFinite, q, c)
 				}
 				nll -= lp
 				res.Scored++

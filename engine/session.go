@@ -7,7 +7,7 @@ import (
 
 	"shade/model"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/tokenizer"
 	"shade/weights"
 )
@@ -26,7 +26,7 @@ type Session struct {
 	n       int // context capacity
 	state   *model.State
 	sampler *sample.Sampler
-	dec     *spec.Decoder
+	dec     *speculate.Decoder
 	detok   *tokenizer.Decoder
 	out     []int32
 	st      Stats
@@ -67,17 +67,17 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if len(prompt) >= n {
 		return nil, fmt.Errorf("engine: %w: %d tokens, context is %d", ErrPromptTooLong, len(prompt), n)
 	}
-	if r.Spec.Mode != spec.ModeOff && e.Draft == nil && (r.Spec.Mode == spec.ModeChain || r.Spec.Mode == spec.ModeTree || r.Spec.Mode == spec.ModeFlash) {
+	if r.Spec.Mode != speculate.ModeOff && e.Draft == nil && (r.Spec.Mode == speculate.ModeChain || r.Spec.Mode == speculate.ModeTree || r.Spec.Mode == speculate.ModeFlash) {
 		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
 	}
 	spare := 0
-	if r.Spec.Mode != spec.ModeOff {
+	if r.Spec.Mode != speculate.ModeOff {
 		spare = max(r.Spec.DraftMax, 8) + 1
 	}
 	if r.Spec.Deps.Governor != nil {
 		spare = 64 + 1 // room for verify batches widened by n-gram filling
 	}
-	if r.Spec.Mode == spec.ModeFlash {
+	if r.Spec.Mode == speculate.ModeFlash {
 		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
 	}
 	if err := e.checkContext(n, spare); err != nil {
@@ -87,9 +87,9 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	var drafter *spec.ModelDrafter
-	if e.Draft != nil && r.Spec.Mode != spec.ModeOff && r.Spec.Mode != spec.ModeNgram {
-		if drafter, err = spec.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
+	var drafter *speculate.ModelDrafter
+	if e.Draft != nil && r.Spec.Mode != speculate.ModeOff && r.Spec.Mode != speculate.ModeNgram {
+		if drafter, err = speculate.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
 			return nil, err
 		}
 		drafter.ShareRankStats(e.DraftRanks)
@@ -101,7 +101,7 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if err := e.applyFlash(&cfg); err != nil {
 		return nil, err
 	}
-	dec, err := spec.NewDecoder(s, sampler, drafter, cfg)
+	dec, err := speculate.NewDecoder(s, sampler, drafter, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // A Session stepped to the end gives Generate's tokens and text, with and
 // without speculation, and pausing between steps changes nothing.
 func TestSessionMatchesGenerate(t *testing.T) {
 	e := load(t, "stories260K.gguf")
-	for _, mode := range []spec.Mode{spec.ModeOff, spec.ModeNgram} {
-		req := Request{Prompt: "Once upon a time", MaxTokens: 40, Sampling: sample.Params{Temp: 0}, Spec: spec.Config{Mode: mode}}
+	for _, mode := range []speculate.Mode{speculate.ModeOff, speculate.ModeNgram} {
+		req := Request{Prompt: "Once upon a time", MaxTokens: 40, Sampling: sample.Params{Temp: 0}, Spec: speculate.Config{Mode: mode}}
 		var want strings.Builder
 		wst, err := e.Generate(context.Background(), req, func(s string) error { want.WriteString(s); return nil })
 		if err != nil {

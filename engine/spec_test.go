@@ -12,7 +12,7 @@ import (
 	"shade/internal/testutil"
 	"shade/quant"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/synth"
 )
 
@@ -27,11 +27,11 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []spec.Config{
-		{Mode: spec.ModeChain, DraftMax: 5},
-		{Mode: spec.ModeTree, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
-		{Mode: spec.ModeNgram},
-		{Mode: spec.ModeAuto},
+	for _, cfg := range []speculate.Config{
+		{Mode: speculate.ModeChain, DraftMax: 5},
+		{Mode: speculate.ModeTree, DraftMax: 8, TreeWidth: 2, TreeDepth: 4},
+		{Mode: speculate.ModeNgram},
+		{Mode: speculate.ModeAuto},
 	} {
 		r := req
 		r.Spec = cfg
@@ -45,7 +45,7 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 		}
 		// Chain and tree always draft; auto may rightly decide that a draft
 		// as costly as the target (as here) never pays.
-		if st.GenTokens != 70 || st.Spec == nil || ((cfg.Mode == spec.ModeChain || cfg.Mode == spec.ModeTree) && st.Spec.Drafted == 0) {
+		if st.GenTokens != 70 || st.Spec == nil || ((cfg.Mode == speculate.ModeChain || cfg.Mode == speculate.ModeTree) && st.Spec.Drafted == 0) {
 			t.Errorf("%v: stats %+v / %+v", cfg.Mode, st, st.Spec)
 		}
 		if text.String() != e.Tok.Decode(plain.Tokens) {
@@ -53,7 +53,7 @@ func TestSpeculativeGenerateEqualsPlain(t *testing.T) {
 		}
 	}
 	r := req
-	r.Spec = spec.Config{Mode: spec.ModeChain}
+	r.Spec = speculate.Config{Mode: speculate.ModeChain}
 	e.Draft.File.Close()
 	e.Draft = nil
 	if _, err := e.Generate(context.Background(), r, noop); err == nil || !strings.Contains(err.Error(), "draft") {

@@ -3,16 +3,16 @@
 // pays each streamed layer's read once whatever its rows, so the step is
 // shaped by the device's cost model (package cost) instead of a fixed
 // length. Three parts, each of which an ablation switch turns off
-// (spec.Ablation): gain-cost trees (the draft grows while a node's
+// (speculate.Ablation): gain-cost trees (the draft grows while a node's
 // expected tokens per unit of marginal step time keep the step's rate up,
-// spec.ModelDrafter.DraftGainCost), verification pruning (a trained
+// speculate.ModelDrafter.DraftGainCost), verification pruning (a trained
 // predictor, Pruner, drops unlikely nodes after a middle target layer,
 // from the logit lens of the target's hidden state) and the lazy LM head
 // (logits only along the path being accepted). It learns as it runs how
 // far the machine now is from the calibrated cost model; a Setup shares
 // what it learned across an engine's requests.
 //
-// It is a spec.Strategy: the spec.Decoder's pipeline runs it, and
+// It is a speculate.Strategy: the speculate.Decoder's pipeline runs it, and
 // verification stays lossless (pruned nodes are treated as rejected).
 package flash
 
@@ -23,11 +23,11 @@ import (
 	"time"
 
 	"shade/cost"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // Setup is what flash mode needs beyond the request's knobs; its Make
-// gives each decoder its strategy (spec.Deps.Flash).
+// gives each decoder its strategy (speculate.Deps.Flash).
 type Setup struct {
 	// Cost is the device's cost model, with the run's streamed layers
 	// set: gain-cost trees are sized by it and the lazy head uses it to
@@ -49,7 +49,7 @@ type Setup struct {
 }
 
 // Make is a new strategy for one decoder.
-func (su *Setup) Make(cfg spec.Config) (spec.Strategy, error) {
+func (su *Setup) Make(cfg speculate.Config) (speculate.Strategy, error) {
 	f := &strategy{cfg: cfg, pruner: su.Pruner, trace: su.Trace, est: su.Estimator}
 	if f.est == nil {
 		f.est = new(cost.Estimator)
@@ -65,7 +65,7 @@ func (su *Setup) Make(cfg spec.Config) (spec.Strategy, error) {
 // pruning features, which nodes were pruned and which form the draft's
 // main path, and what it has learned of the machine.
 type strategy struct {
-	cfg    spec.Config
+	cfg    speculate.Config
 	pruner *Pruner
 	trace  func([]PruneSample)
 	est    *cost.Estimator
@@ -92,7 +92,7 @@ type strategy struct {
 	verifyRows, verifyKept int
 }
 
-func (f *strategy) Init(s *spec.Step) error {
+func (f *strategy) Init(s *speculate.Step) error {
 	layers := s.Target.Model().Config.Layers
 	f.est.Apply(f.cost)
 	switch {
@@ -136,23 +136,23 @@ func DefaultPruneLayer(layers int) int {
 
 // Draft grows a gain-cost tree, or with NoGainCost (or no cost model) the
 // static tree.
-func (f *strategy) Draft(s *spec.Step) (spec.DraftKind, error) {
+func (f *strategy) Draft(s *speculate.Step) (speculate.DraftKind, error) {
 	var err error
 	if f.cfg.Ablation.NoGainCost || f.cost == nil {
-		err = s.Drafter.Draft(s.Context, spec.Shape{Width: f.cfg.TreeWidth, Depth: f.cfg.TreeDepth, Max: min(f.cfg.DraftMax, s.Room)}, s.Tree)
+		err = s.Drafter.Draft(s.Context, speculate.Shape{Width: f.cfg.TreeWidth, Depth: f.cfg.TreeDepth, Max: min(f.cfg.DraftMax, s.Room)}, s.Tree)
 	} else {
-		err = s.Drafter.DraftGainCost(s.Context, spec.GainCost{Cost: f.cost, MaxNodes: min(f.cfg.MaxNodes, s.Room),
+		err = s.Drafter.DraftGainCost(s.Context, speculate.GainCost{Cost: f.cost, MaxNodes: min(f.cfg.MaxNodes, s.Room),
 			Unbatched: f.cfg.Ablation.NoBatchDraft, PerNode: f.est.PerNode(), RowFloor: f.est.RowFloor(), TileSteps: f.est.TileSteps()}, s.Tree)
 	}
 	s.Stats.DraftPasses += s.Drafter.DraftPasses()
 	s.Stats.MaxTree = max(s.Stats.MaxTree, s.Tree.Len())
-	return spec.DraftModel, err
+	return speculate.DraftModel, err
 }
 
 // Verify runs the verify pass; with a predictor (or a trace) it stops
 // after the prune layer to score the tree's nodes, drops the ones to prune
 // with their descendants, and runs the rest.
-func (f *strategy) Verify(s *spec.Step) error {
+func (f *strategy) Verify(s *speculate.Step) error {
 	f.pruned = nil
 	f.sampled = false
 	f.verifyRows, f.verifyKept = len(s.Batch.Tokens), len(s.Batch.Tokens)
@@ -186,7 +186,7 @@ func (f *strategy) Verify(s *spec.Step) error {
 
 // mainPath marks the draft's most probable chain: from the pending token,
 // the child the draft gave the highest probability, and so on.
-func (f *strategy) mainPath(s *spec.Step) {
+func (f *strategy) mainPath(s *speculate.Step) {
 	t := s.Tree
 	f.main = slices.Grow(f.main[:0], t.Len())[:t.Len()]
 	clear(f.main)
@@ -210,7 +210,7 @@ func (f *strategy) mainPath(s *spec.Step) {
 // when the cost model says one pass over the main path's rows costs less
 // than the rows expected to be reached one by one, in one pass. With
 // NoLazyHead: every surviving row in one pass.
-func (f *strategy) Head(s *spec.Step) []int {
+func (f *strategy) Head(s *speculate.Step) []int {
 	t := s.Tree
 	if f.cfg.Ablation.NoLazyHead {
 		f.keep = append(f.keep[:0], 0)
@@ -243,7 +243,7 @@ func (f *strategy) Head(s *spec.Step) []int {
 
 // Observe records the pruning outcome and the training samples of the
 // verified step, then learns from its timings.
-func (f *strategy) Observe(s *spec.Step) {
+func (f *strategy) Observe(s *speculate.Step) {
 	f.afterStep(s)
 	f.observeOverhead(s)
 	f.learnScales(s)
@@ -251,7 +251,7 @@ func (f *strategy) Observe(s *spec.Step) {
 
 // afterStep records the pruning outcome and the training samples of a
 // verified step.
-func (f *strategy) afterStep(s *spec.Step) {
+func (f *strategy) afterStep(s *speculate.Step) {
 	t := s.Tree
 	n := t.Len()
 	// The target's own choice after each reached node: the next accepted
@@ -293,7 +293,7 @@ func (f *strategy) afterStep(s *spec.Step) {
 // observeOverhead teaches the estimator the book-keeping per node of a
 // finished step: its time beyond the model's passes (the target's and the
 // draft's).
-func (f *strategy) observeOverhead(s *spec.Step) {
+func (f *strategy) observeOverhead(s *speculate.Step) {
 	other := s.StepTime - s.PassTime - s.HeadTime
 	if s.Drafter != nil {
 		_, took := s.Drafter.LastPasses()
@@ -305,7 +305,7 @@ func (f *strategy) observeOverhead(s *spec.Step) {
 // learnScales teaches the estimator the step's verify pass and draft, so
 // that gain-cost trees are sized by what the machine does now, not when
 // it was calibrated; it corrects this decoder's cost model as it goes.
-func (f *strategy) learnScales(s *spec.Step) {
+func (f *strategy) learnScales(s *speculate.Step) {
 	c := f.cost
 	if c == nil {
 		return

@@ -8,7 +8,7 @@ import (
 	"shade/internal/testutil"
 	"shade/model"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 	"shade/synth"
 )
 
@@ -40,7 +40,7 @@ func aggressivePruner(layer int) *Pruner {
 
 // decoder is a decoder over target, with draft (nil: none) and, in flash
 // mode, the strategy su makes.
-func decoder(t testing.TB, target, draft *model.Model, cfg spec.Config, su *Setup, p sample.Params, ctx int) *spec.Decoder {
+func decoder(t testing.TB, target, draft *model.Model, cfg speculate.Config, su *Setup, p sample.Params, ctx int) *speculate.Decoder {
 	t.Helper()
 	st, err := target.NewState(ctx)
 	if err != nil {
@@ -50,23 +50,23 @@ func decoder(t testing.TB, target, draft *model.Model, cfg spec.Config, su *Setu
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dr *spec.ModelDrafter
+	var dr *speculate.ModelDrafter
 	if draft != nil {
-		if dr, err = spec.NewModelDrafter(draft, ctx, p); err != nil {
+		if dr, err = speculate.NewModelDrafter(draft, ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if su != nil {
-		cfg.Mode, cfg.Deps.Flash = spec.ModeFlash, su
+		cfg.Mode, cfg.Deps.Flash = speculate.ModeFlash, su
 	}
-	d, err := spec.NewDecoder(st, sm, dr, cfg)
+	d, err := speculate.NewDecoder(st, sm, dr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func generate(t testing.TB, target, draft *model.Model, cfg spec.Config, su *Setup, p sample.Params, prompt []int32, n int) ([]int32, spec.Stats) {
+func generate(t testing.TB, target, draft *model.Model, cfg speculate.Config, su *Setup, p sample.Params, prompt []int32, n int) ([]int32, speculate.Stats) {
 	t.Helper()
 	d := decoder(t, target, draft, cfg, su, p, 256)
 	return testutil.Decode(t, d, prompt, n), d.Stats()
@@ -74,7 +74,7 @@ func generate(t testing.TB, target, draft *model.Model, cfg spec.Config, su *Set
 
 // flashCase is a flash-mode configuration under test.
 type flashCase struct {
-	cfg spec.Config
+	cfg speculate.Config
 	su  Setup
 }
 
@@ -112,7 +112,7 @@ func TestFlashGreedyLossless(t *testing.T) {
 	greedy := sample.Params{Temp: 0}
 	var pruned, lost int
 	for pi, prompt := range prompts {
-		want, _ := generate(t, target, nil, spec.Config{}, nil, greedy, prompt, 60)
+		want, _ := generate(t, target, nil, speculate.Config{}, nil, greedy, prompt, 60)
 		for dname, draft := range drafts {
 			for cname, fc := range configs {
 				cfg := fc.cfg
@@ -155,7 +155,7 @@ func TestFlashStochasticLossless(t *testing.T) {
 	const n = 1500
 	su := &Setup{Cost: toyCost(L, L, 20e-3, 1e-5, 1e-4), Pruner: aggressivePruner(DefaultPruneLayer(L))}
 	for name, draft := range map[string]*model.Model{"random": random, "close": f16} {
-		d := decoder(t, target, draft, spec.Config{MaxNodes: 12}, su, p, 64)
+		d := decoder(t, target, draft, speculate.Config{MaxNodes: 12}, su, p, 64)
 		counts := testutil.FirstTokenCounts(t, d, prompt, n, target.Config.Vocab)
 		st := d.Stats()
 		chi2, df := testutil.ChiSquare(counts, want, n)
@@ -183,7 +183,7 @@ func TestTrainPruner(t *testing.T) {
 			}
 		}}
 	for _, prompt := range prompts {
-		generate(t, target, f16, spec.Config{Ablation: spec.Ablation{NoPrune: true}}, su, sample.Params{Temp: 0}, prompt, 80)
+		generate(t, target, f16, speculate.Config{Ablation: speculate.Ablation{NoPrune: true}}, su, sample.Params{Temp: 0}, prompt, 80)
 	}
 	if len(samples) < 50 {
 		t.Fatalf("only %d samples from the trace", len(samples))

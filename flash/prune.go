@@ -4,12 +4,12 @@ import (
 	"math"
 	"slices"
 
-	"shade/spec"
+	"shade/speculate"
 )
 
 // features computes every node's pruning features from the target's
 // hidden states after the prune layer.
-func (f *strategy) features(s *spec.Step) error {
+func (f *strategy) features(s *speculate.Step) error {
 	t := s.Tree
 	n := t.Len()
 	f.feats = slices.Grow(f.feats[:0], n)[:n]
@@ -24,7 +24,7 @@ func (f *strategy) features(s *spec.Step) error {
 			f.lensTok = append(f.lensTok, t.Tokens[k])
 		}
 		for _, s := range s.Drafter.Shadows(p) {
-			if !slices.Contains(f.lensTok, s) && len(f.lensTok) < len(f.kids)+spec.ShadowCount {
+			if !slices.Contains(f.lensTok, s) && len(f.lensTok) < len(f.kids)+speculate.ShadowCount {
 				f.lensTok = append(f.lensTok, s)
 			}
 		}
@@ -76,7 +76,7 @@ func (f *strategy) features(s *spec.Step) error {
 // parent, never more than MaxFrac of the tree, never below MinKeep rows.
 // A pruned node takes its descendants with it and, under sampling, its
 // later-drawn siblings (children must stay a prefix of the draws).
-func (f *strategy) choose(s *spec.Step) []int {
+func (f *strategy) choose(s *speculate.Step) []int {
 	t := s.Tree
 	pr := f.pruner
 	n := t.Len()

@@ -11,7 +11,7 @@ import (
 
 	"shade/elastic"
 	"shade/engine"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // TestElasticPolicy: with a governor, background requests run under it and
@@ -32,7 +32,7 @@ func TestElasticPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := elastic.New(elastic.Config{Policy: elastic.Balanced, Baselines: b})
-	s := New(e, Options{Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}, Elastic: g})
+	s := New(e, Options{Spec: speculate.Config{Mode: speculate.ModeChain, DraftMax: 4}, Elastic: g})
 	ts := httptestServer(t, s)
 	if p := s.sched.getPolicy(); p != PolicyElastic {
 		t.Fatalf("a balanced governor should start the server in elastic, got %s", p)
@@ -91,12 +91,12 @@ func httptestServer(t *testing.T, s *Server) string {
 func TestElasticFromEngine(t *testing.T) {
 	stories(t)
 	path := filepath.Join(conformanceDir, "stories260K.gguf")
-	e, err := engine.Open(context.Background(), path, engine.Options{Threads: 1, Draft: path, Spec: spec.ModeChain, Policy: elastic.UIFirst})
+	e, err := engine.Open(context.Background(), path, engine.Options{Threads: 1, Draft: path, Spec: speculate.ModeChain, Policy: elastic.UIFirst})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s := New(e, Options{Spec: spec.Config{Mode: spec.ModeChain, DraftMax: 4}})
+	s := New(e, Options{Spec: speculate.Config{Mode: speculate.ModeChain, DraftMax: 4}})
 	defer s.Close()
 	if s.opt.Elastic != e.Governor || s.sched.getPolicy() != PolicyElastic {
 		t.Fatalf("governor %p (engine's %p), policy %s", s.opt.Elastic, e.Governor, s.sched.getPolicy())

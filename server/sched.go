@@ -10,7 +10,7 @@ import (
 	"shade/elastic"
 	"shade/engine"
 	"shade/gguf"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // Background policies, switched at run time through /v1/shade/policy.
@@ -317,7 +317,7 @@ func (s *scheduler) step(j *job) {
 		s.beforeStep(j)
 	}
 	if j.sess == nil {
-		if j.prio == Background && s.gov != nil && j.req.Spec.Mode != spec.ModeOff {
+		if j.prio == Background && s.gov != nil && j.req.Spec.Mode != speculate.ModeOff {
 			// Every background session runs under the governor; the
 			// background policy decides whether it acts (elastic) or only
 			// watches (full), and may change while the session runs.

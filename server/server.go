@@ -33,7 +33,7 @@ import (
 	"shade/elastic"
 	"shade/engine"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // Options configure a Server. Zero values take the defaults shown.
@@ -43,7 +43,7 @@ type Options struct {
 	QueueSize    int         // generation requests waiting or running at once (default 16); more get 429
 	MaxBodyBytes int64       // request body limit (default 4 MiB); larger bodies get 413
 	Ctx          int         // context size per request (default: the model's, at most engine.DefaultCtx)
-	Spec         spec.Config // speculative decoding for every request
+	Spec         speculate.Config // speculative decoding for every request
 	// Elastic, if set, paces background requests (see PolicyElastic); its
 	// policy at start (if not off) makes the server start in PolicyElastic.
 	// Default: the engine's Governor (engine.Options.Policy, Switchable).

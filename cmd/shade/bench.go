@@ -15,7 +15,7 @@ import (
 	"shade/engine"
 	"shade/gguf"
 	"shade/quant"
-	"shade/spec"
+	"shade/speculate"
 	"shade/synth"
 )
 
@@ -217,9 +217,9 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	var ms []spec.Mode
+	var ms []speculate.Mode
 	for _, name := range strings.Split(*modes, ",") {
-		m, err := spec.ParseMode(strings.TrimSpace(name))
+		m, err := speculate.ParseMode(strings.TrimSpace(name))
 		if err != nil {
 			return err
 		}
@@ -255,7 +255,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if gov != nil {
 		st := gov.GovernorStats()
-		printGovernorStats(stderr, &spec.Stats{Governor: &st})
+		printGovernorStats(stderr, &speculate.Stats{Governor: &st})
 	}
 	fmt.Fprintf(stdout, "%s with draft %s: %d prompts × %d tokens, greedy\n", *modelPath, orDash(nonEmpty(*sf.draft)), rep.Prompts, rep.Tokens)
 	fmt.Fprintln(stdout, "mode      tok/s   speedup  acceptance  accepted/step  tokens/step  draft time  same output")

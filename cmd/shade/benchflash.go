@@ -12,7 +12,7 @@ import (
 
 	"shade/bench"
 	"shade/engine"
-	"shade/spec"
+	"shade/speculate"
 	"shade/weights"
 )
 
@@ -71,7 +71,7 @@ func cmdBenchFlash(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	// RunFlash sets each budget and repacks what stays resident itself.
-	e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft, Spec: spec.ModeFlash, NoRepack: true}, stderr)
+	e, err := openEngine(ctx, target, engine.Options{Threads: *threads, Draft: draft, Spec: speculate.ModeFlash, NoRepack: true}, stderr)
 	if err != nil {
 		return err
 	}

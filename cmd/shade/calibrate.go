@@ -13,7 +13,7 @@ import (
 	"shade/calibrate"
 	"shade/cost"
 	"shade/engine"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // calibrateArgs are the flags every calibration shares.
@@ -195,7 +195,7 @@ func prunerCalibration() calibration {
 					return err
 				}
 			}
-			e, err := openEngine(ctx, a.model, engine.Options{Threads: a.threads, Draft: a.draft, Spec: spec.ModeFlash}, stderr)
+			e, err := openEngine(ctx, a.model, engine.Options{Threads: a.threads, Draft: a.draft, Spec: speculate.ModeFlash}, stderr)
 			if err != nil {
 				return err
 			}

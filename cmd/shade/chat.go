@@ -16,7 +16,7 @@ import (
 	"shade/engine"
 	"shade/gguf"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // chatInput and chatInterrupts are the terminal; tests replace them.
@@ -169,7 +169,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		close(done)
 		interrupted := <-stopped
 		cancel()
-		if errors.Is(err, gguf.ErrModelFileChanged) || errors.Is(err, spec.ErrNonFinite) {
+		if errors.Is(err, gguf.ErrModelFileChanged) || errors.Is(err, speculate.ErrNonFinite) {
 			fmt.Fprintln(stdout)
 			return err // every later turn would fail the same way
 		}

@@ -10,7 +10,7 @@ import (
 	"shade/cost"
 	"shade/engine"
 	"shade/flash"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // copyShared copies a shared test model into a temporary directory, so
@@ -61,7 +61,7 @@ func TestCalibrateRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --spec lever: exit %d: %s", code, errOut)
 	}
-	var prof spec.RankProfile
+	var prof speculate.RankProfile
 	if ok, err := calib.Load(model, engine.CalibAcceptance, &prof); !ok || err != nil || prof.Validate() != nil || prof.Nodes() == 0 || prof.Draft == "" {
 		t.Fatalf("stored acceptance profile: %v %v %+v", ok, err, prof)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"shade/elastic"
-	"shade/spec"
+	"shade/speculate"
 )
 
 // policyFlag is --policy, the elastic-speculation policy run, serve and
@@ -25,7 +25,7 @@ func (f *policyFlag) policy() (elastic.Policy, error) {
 }
 
 // printGovernorStats prints what the elastic governor did (run --stats).
-func printGovernorStats(w io.Writer, s *spec.Stats) {
+func printGovernorStats(w io.Writer, s *speculate.Stats) {
 	if s == nil {
 		return
 	}

@@ -13,7 +13,7 @@ import (
 
 	"shade/engine"
 	"shade/sample"
-	"shade/spec"
+	"shade/speculate"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -100,9 +100,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Spec: specCfg,
 	}
 	var ar *engine.Stats
-	if *compareAR && mode != spec.ModeOff {
+	if *compareAR && mode != speculate.ModeOff {
 		plain := req
-		plain.Spec = spec.Config{Mode: spec.ModeOff}
+		plain.Spec = speculate.Config{Mode: speculate.ModeOff}
 		st, err := e.Generate(ctx, plain, func(string) error { return nil })
 		if err != nil {
 			return fmt.Errorf("autoregressive baseline: %w", err)
@@ -128,7 +128,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mode) {
+func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode speculate.Mode) {
 	s := st.Spec
 	if s == nil {
 		return
@@ -151,7 +151,7 @@ func printSpecStats(w io.Writer, st engine.Stats, ar *engine.Stats, mode spec.Mo
 		fmt.Fprintf(w, "  time: draft %.0f%%, verify %.0f%%, other %.0f%% | %.1f tok/s\n",
 			100*s.DraftTime.Seconds()/total.Seconds(), 100*s.VerifyTime.Seconds()/total.Seconds(), 100*s.OtherTime.Seconds()/total.Seconds(), st.GenTPS)
 	}
-	if mode == spec.ModeFlash {
+	if mode == speculate.ModeFlash {
 		steps := max(float64(s.Steps), 1)
 		fmt.Fprintf(w, "  lever: tree %.1f nodes per step (largest %d), %.2f draft passes per step; LM head %d rows (%.2f per step)\n",
 			float64(s.Drafted)/steps, s.MaxTree, float64(s.DraftPasses)/steps, s.HeadRows, float64(s.HeadRows)/steps)

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"shade/spec"
+	"shade/speculate"
 )
 
 // specFlags are the speculative-decoding flags that run, serve and
@@ -45,29 +45,29 @@ func addSpecFlags(fs *flag.FlagSet, withMode bool) *specFlags {
 }
 
 // config checks the flags and returns the speculation they ask for.
-func (f *specFlags) config() (spec.Config, error) {
-	m := spec.ModeOff
+func (f *specFlags) config() (speculate.Config, error) {
+	m := speculate.ModeOff
 	if f.mode != nil && *f.mode != "" {
 		var err error
-		if m, err = spec.ParseMode(*f.mode); err != nil {
-			return spec.Config{}, err
+		if m, err = speculate.ParseMode(*f.mode); err != nil {
+			return speculate.Config{}, err
 		}
 	} else if *f.draft != "" {
-		m = spec.ModeAuto
+		m = speculate.ModeAuto
 	}
-	if (m == spec.ModeChain || m == spec.ModeTree || m == spec.ModeFlash) && *f.draft == "" {
-		return spec.Config{}, fmt.Errorf("--spec %v needs a draft model (--draft FILE)", m)
+	if (m == speculate.ModeChain || m == speculate.ModeTree || m == speculate.ModeFlash) && *f.draft == "" {
+		return speculate.Config{}, fmt.Errorf("--spec %v needs a draft model (--draft FILE)", m)
 	}
 	if *f.draftMax < 1 || *f.draftMax > 64 || *f.treeWidth < 1 || *f.treeWidth > 16 || *f.treeDepth < 0 || *f.treeDepth > 64 {
-		return spec.Config{}, fmt.Errorf("--draft-max must be in [1, 64], --tree-width in [1, 16], --tree-depth in [0, 64]")
+		return speculate.Config{}, fmt.Errorf("--draft-max must be in [1, 64], --tree-width in [1, 16], --tree-depth in [0, 64]")
 	}
 	if *f.maxNodes < 1 || *f.maxNodes > 256 {
-		return spec.Config{}, fmt.Errorf("--max-nodes must be in [1, 256]")
+		return speculate.Config{}, fmt.Errorf("--max-nodes must be in [1, 256]")
 	}
 	if *f.pruneLayer < 0 || *f.pruneLayer > 4096 {
-		return spec.Config{}, fmt.Errorf("--prune-layer must be in [0, the target's layers)")
+		return speculate.Config{}, fmt.Errorf("--prune-layer must be in [0, the target's layers)")
 	}
-	return spec.Config{Mode: m, DraftMax: *f.draftMax, TreeWidth: *f.treeWidth, TreeDepth: *f.treeDepth,
-		MaxNodes: *f.maxNodes, PruneLayer: *f.pruneLayer, Ablation: spec.Ablation{NoPrune: *f.noPrune, NoGainCost: *f.noGainCost,
+	return speculate.Config{Mode: m, DraftMax: *f.draftMax, TreeWidth: *f.treeWidth, TreeDepth: *f.treeDepth,
+		MaxNodes: *f.maxNodes, PruneLayer: *f.pruneLayer, Ablation: speculate.Ablation{NoPrune: *f.noPrune, NoGainCost: *f.noGainCost,
 			NoLazyHead: *f.noLazyHead, NoBatchDraft: *f.noBatchDraft}}, nil
 }

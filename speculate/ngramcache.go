@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 // NgramCache proposes continuations for n-gram filling from several
 // sources: the context (prompt and verified output) and the draft branches

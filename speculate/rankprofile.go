@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 import (
 	"fmt"
@@ -67,23 +67,23 @@ func (p *RankProfile) Validate() error {
 	ok := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 	for i := range p.Drafted {
 		if !ok(p.Drafted[i]) || !ok(p.Accepted[i]) || p.Accepted[i] > p.Drafted[i]*(1+1e-9)+1e-9 {
-			return fmt.Errorf("spec: acceptance profile: rank %d: %v of %v accepted", i, p.Accepted[i], p.Drafted[i])
+			return fmt.Errorf("speculate: acceptance profile: rank %d: %v of %v accepted", i, p.Accepted[i], p.Drafted[i])
 		}
 	}
 	for r := range p.ProbDrafted {
 		for i := range p.ProbDrafted[r] {
 			if !ok(p.ProbDrafted[r][i]) || !ok(p.ProbAccepted[r][i]) || p.ProbAccepted[r][i] > p.ProbDrafted[r][i]*(1+1e-9)+1e-9 {
-				return fmt.Errorf("spec: acceptance profile: confidence bin %d: %v of %v accepted", i, p.ProbAccepted[r][i], p.ProbDrafted[r][i])
+				return fmt.Errorf("speculate: acceptance profile: confidence bin %d: %v of %v accepted", i, p.ProbAccepted[r][i], p.ProbDrafted[r][i])
 			}
 		}
 	}
 	for i := range p.DepthPred {
 		if !ok(p.DepthPred[i]) || !ok(p.DepthAcc[i]) {
-			return fmt.Errorf("spec: acceptance profile: depth %d: %v accepted against %v estimated", i, p.DepthAcc[i], p.DepthPred[i])
+			return fmt.Errorf("speculate: acceptance profile: depth %d: %v accepted against %v estimated", i, p.DepthAcc[i], p.DepthPred[i])
 		}
 	}
 	if !ok(p.Top) || p.Top > 1 || p.TopN < 0 {
-		return fmt.Errorf("spec: acceptance profile: top probability %v over %d drafts", p.Top, p.TopN)
+		return fmt.Errorf("speculate: acceptance profile: top probability %v over %d drafts", p.Top, p.TopN)
 	}
 	return nil
 }

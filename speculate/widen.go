@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 // widener is the pipeline's widen stage under a Governor: it fills the
 // tree with n-gram continuations up to the verify rows the governor asks

@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 import (
 	"fmt"
@@ -206,7 +206,7 @@ func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
 	feed := ctx[common:]
 	d.catchup = len(feed)
 	if common+len(feed)+maxNodes+1 > d.s.Cache.Cap() {
-		return false, fmt.Errorf("spec: draft context full (%d tokens)", d.s.Cache.Cap())
+		return false, fmt.Errorf("speculate: draft context full (%d tokens)", d.s.Cache.Cap())
 	}
 	d.fed = d.fed[:0]
 	d.nodeRow = d.nodeRow[:0]

@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ type Governor interface {
 }
 
 // errPreempted stops a draft pass from inside its layer hook.
-var errPreempted = errors.New("spec: draft preempted")
+var errPreempted = errors.New("speculate: draft preempted")
 
 // sleepFor sleeps d (if positive) and returns it.
 func sleepFor(d time.Duration) time.Duration {

@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 import (
 	"errors"
@@ -140,7 +140,7 @@ type Decoder struct {
 func NewDecoder(target *model.State, sampler *sample.Sampler, draft *ModelDrafter, cfg Config) (*Decoder, error) {
 	cfg.defaults()
 	if draft == nil && cfg.Mode.NeedsDraft() {
-		return nil, fmt.Errorf("spec: mode %v needs a draft model", cfg.Mode)
+		return nil, fmt.Errorf("speculate: mode %v needs a draft model", cfg.Mode)
 	}
 	vocab := target.Model().Config.Vocab
 	d := &Decoder{cfg: cfg, target: target, sampler: sampler, draft: draft,
@@ -182,11 +182,11 @@ func newStrategy(cfg Config, est *Estimates) (Strategy, error) {
 		return newAuto(cfg, est), nil
 	case ModeFlash:
 		if cfg.Deps.Flash == nil {
-			return nil, errors.New("spec: flash mode needs its strategy (Deps.Flash: a *flash.Setup)")
+			return nil, errors.New("speculate: flash mode needs its strategy (Deps.Flash: a *flash.Setup)")
 		}
 		return cfg.Deps.Flash.Make(cfg)
 	}
-	return nil, fmt.Errorf("spec: unknown mode %d", cfg.Mode)
+	return nil, fmt.Errorf("speculate: unknown mode %d", cfg.Mode)
 }
 
 // targetLayer is the yield point after each target layer.
@@ -218,7 +218,7 @@ func (d *Decoder) Stats() Stats {
 // (in batches); the last becomes the pending token the first step starts from.
 func (d *Decoder) Start(prompt []int32) error {
 	if len(prompt) == 0 {
-		return errors.New("spec: empty prompt")
+		return errors.New("speculate: empty prompt")
 	}
 	if err := d.target.Truncate(0); err != nil {
 		return err
@@ -267,7 +267,7 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	// Verify: the pending token and the whole tree in one target pass.
 	n := d.tree.Len()
 	if d.target.Len()+n+1 > d.target.Cache.Cap() {
-		return out, fmt.Errorf("spec: context full (%d tokens)", d.target.Cache.Cap())
+		return out, fmt.Errorf("speculate: context full (%d tokens)", d.target.Cache.Cap())
 	}
 	s.Batch.Tokens = append(s.Batch.Tokens[:0], d.ctx[len(d.ctx)-1])
 	s.Batch.Parent = append(s.Batch.Parent[:0], -1)
@@ -414,5 +414,5 @@ func (d *Decoder) checkFinite(row int, logits []float32) ([]float32, error) {
 			bad++
 		}
 	}
-	return nil, fmt.Errorf("spec: %w (%d of %d values of the row after %d tokens): the model file's weights or hyperparameters are broken", ErrNonFinite, bad, len(logits), d.target.Len()+row+1)
+	return nil, fmt.Errorf("speculate: %w (%d of %d values of the row after %d tokens): the model file's weights or hyperparameters are broken", ErrNonFinite, bad, len(logits), d.target.Len()+row+1)
 }

@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func ParseMode(s string) (Mode, error) {
 			return Mode(i), nil
 		}
 	}
-	return ModeOff, fmt.Errorf("spec: unknown mode %q (want %s)", s, strings.Join(modeNames, ", "))
+	return ModeOff, fmt.Errorf("speculate: unknown mode %q (want %s)", s, strings.Join(modeNames, ", "))
 }
 
 // Config sets up speculation: what a request asks for (the knobs), the

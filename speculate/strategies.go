@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 // plain is the strategy of plain decoding (ModeOff), and what the others
 // build on: nothing drafted, a whole target pass, one head pass over the

@@ -1,4 +1,4 @@
-// Package spec owns speculative decoding: token trees, their lossless
+// Package speculate owns speculative decoding: token trees, their lossless
 // verification against a target model (greedy, and speculative sampling
 // for temperature/top-k/top-p), and the Decoder, one fixed pipeline per
 // step (draft → widen → verify → accept → commit) over a Strategy per
@@ -10,7 +10,7 @@
 // grows fixed shapes and gain-cost trees (DraftGainCost). It drives the
 // model package's layer-granular tree forward; it knows nothing of HTTP or
 // the CLI.
-package spec
+package speculate
 
 import "shade/sample"
 

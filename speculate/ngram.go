@@ -1,4 +1,4 @@
-package spec
+package speculate
 
 // Ngram drafts by lookup: the longest recent n-gram (NgramMax down to
 // NgramMin tokens) that ends the context and occurred earlier in it — in the
