@@ -13,8 +13,8 @@ import (
 // SpecOptions configure RunSpec.
 type SpecOptions struct {
 	Modes     []speculate.Mode // default: off, chain, tree, ngram, auto
-	Prompts   []string    // default: DefaultPrompts
-	Tokens    int         // generated per prompt (default 64)
+	Prompts   []string         // default: DefaultPrompts
+	Tokens    int              // generated per prompt (default 64)
 	DraftMax  int
 	TreeWidth int
 	TreeDepth int

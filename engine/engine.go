@@ -228,16 +228,16 @@ const (
 
 // Stats describes a finished generation.
 type Stats struct {
-	PromptTokens   int           `json:"prompt_tokens"`
-	PromptDuration time.Duration `json:"prompt_ns"`
-	PromptTPS      float64       `json:"prompt_tokens_per_s"`
-	GenTokens      int           `json:"generated_tokens"`
-	GenDuration    time.Duration `json:"generate_ns"`
-	GenTPS         float64       `json:"generated_tokens_per_s"`
-	LoadDuration   time.Duration `json:"load_ns"`
-	ResidentBytes  int64         `json:"resident_bytes"`
-	StopReason     string        `json:"stop_reason"` // "eos", "length", "context", "canceled"
-	Spec           *speculate.Stats   `json:"spec,omitempty"`
+	PromptTokens   int              `json:"prompt_tokens"`
+	PromptDuration time.Duration    `json:"prompt_ns"`
+	PromptTPS      float64          `json:"prompt_tokens_per_s"`
+	GenTokens      int              `json:"generated_tokens"`
+	GenDuration    time.Duration    `json:"generate_ns"`
+	GenTPS         float64          `json:"generated_tokens_per_s"`
+	LoadDuration   time.Duration    `json:"load_ns"`
+	ResidentBytes  int64            `json:"resident_bytes"`
+	StopReason     string           `json:"stop_reason"` // "eos", "length", "context", "canceled"
+	Spec           *speculate.Stats `json:"spec,omitempty"`
 	// Stream is what the weight streamer did during the generation (with
 	// sessions interleaved, theirs too); nil when every layer is resident.
 	Stream          *weights.Stats `json:"stream,omitempty"`

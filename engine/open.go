@@ -94,7 +94,9 @@ func needsDraft(m speculate.Mode) bool {
 
 // draftsWithModel says whether a mode runs the draft model when there is
 // one: the governor's sensor reads its layers.
-func draftsWithModel(m speculate.Mode) bool { return m != speculate.ModeOff && m != speculate.ModeNgram }
+func draftsWithModel(m speculate.Mode) bool {
+	return m != speculate.ModeOff && m != speculate.ModeNgram
+}
 
 // Open loads a model and sets an engine up for its requests, in the one
 // order that works: the draft (its bytes count against the DRAM budget),

@@ -38,11 +38,11 @@ import (
 
 // Options configure a Server. Zero values take the defaults shown.
 type Options struct {
-	ModelID      string      // id in /v1/models and responses (default: the model file's base name)
-	APIKey       string      // if set, every endpoint but /health needs "Authorization: Bearer KEY"
-	QueueSize    int         // generation requests waiting or running at once (default 16); more get 429
-	MaxBodyBytes int64       // request body limit (default 4 MiB); larger bodies get 413
-	Ctx          int         // context size per request (default: the model's, at most engine.DefaultCtx)
+	ModelID      string           // id in /v1/models and responses (default: the model file's base name)
+	APIKey       string           // if set, every endpoint but /health needs "Authorization: Bearer KEY"
+	QueueSize    int              // generation requests waiting or running at once (default 16); more get 429
+	MaxBodyBytes int64            // request body limit (default 4 MiB); larger bodies get 413
+	Ctx          int              // context size per request (default: the model's, at most engine.DefaultCtx)
 	Spec         speculate.Config // speculative decoding for every request
 	// Elastic, if set, paces background requests (see PolicyElastic); its
 	// policy at start (if not off) makes the server start in PolicyElastic.
