@@ -26,3 +26,32 @@ func gemmKGo(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32
 		}
 	}
 }
+
+// gemmKShape is the assembly gemmK wrappers' common prologue: it returns
+// the type's kernel index (0 for Q4_K, 1 for Q6_K) and the whole weight
+// blocks per row, nb, after checking that every byte the assembly will read
+// unchecked is in bounds (rows [lo, hi) of nb blocks, n activation rows of
+// nb blocks, n output rows). nb is 0 when there is nothing for the assembly
+// to do: an empty range, or rows shorter than a block, whose outputs it
+// clears.
+func gemmKShape(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) (ti, nb int) {
+	if lo >= hi || n <= 0 {
+		return 0, 0
+	}
+	bs := q4_KBytes
+	if t == Q6_K {
+		ti, bs = 1, q6_KBytes
+	} else if t != Q4_K {
+		panic("quant: gemmK on " + t.String())
+	}
+	if nb = rb / bs; nb == 0 {
+		for i := 0; i < n; i++ {
+			clear(y[i*ys+lo : i*ys+hi])
+		}
+		return ti, 0
+	}
+	_ = w[(hi-1)*rb+nb*bs-1]
+	_ = a[(n-1)*arb+nb*q8_KBytes-1]
+	_ = y[(n-1)*ys+hi-1]
+	return ti, nb
+}

@@ -87,27 +87,10 @@ func dotKNEON(set, ti int, w, a []byte) float32 {
 
 // gemmKNEON is gemmKGo (for Q4_K or Q6_K weights) on the kernels of set.
 func gemmKNEON(set int, t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
-	if lo >= hi || n <= 0 {
-		return
-	}
-	ti, bs := 0, q4_KBytes
-	if t == Q6_K {
-		ti, bs = 1, q6_KBytes
-	} else if t != Q4_K {
-		panic("quant: gemmK on " + t.String())
-	}
-	nb := rb / bs
+	ti, nb := gemmKShape(t, w, rb, lo, hi, a, arb, n, y, ys)
 	if nb == 0 {
-		for i := 0; i < n; i++ {
-			clear(y[i*ys+lo : i*ys+hi])
-		}
 		return
 	}
-	// The assembly reads unchecked: rows [lo, hi) of nb blocks, n
-	// activation rows of nb blocks, n output rows.
-	_ = w[(hi-1)*rb+nb*bs-1]
-	_ = a[(n-1)*arb+nb*q8_KBytes-1]
-	_ = y[(n-1)*ys+hi-1]
 	kern := &kquantKernels[set][ti]
 	for r0 := lo; r0 < hi; r0 += kTileRowsNEON {
 		r1 := min(r0+kTileRowsNEON, hi)
