@@ -11,7 +11,8 @@ import (
 )
 
 // The official openai npm client talks to the server, streaming and not
-// (server/testdata/openai-node/test.mjs). .ci/run installs the client with
+// (every server/testdata/openai-node/*.mjs, one subtest each: one script per
+// feature). .ci/run installs the client with
 // npm; without it the test skips.
 func TestOpenAINodeClient(t *testing.T) {
 	dir := filepath.Join("testdata", "openai-node")
@@ -32,15 +33,23 @@ func TestOpenAINodeClient(t *testing.T) {
 	go func() { served <- s.Serve(ctx, ln) }()
 	defer func() { cancel(); <-served }()
 
-	cmdCtx, stop := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer stop()
-	cmd := exec.CommandContext(cmdCtx, node, "test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SHADE_URL=http://"+ln.Addr().String())
-	out, err := cmd.CombinedOutput()
-	t.Logf("node test.mjs:\n%s", out)
-	if err != nil {
-		t.Fatalf("the openai client failed: %v", err)
+	files, err := filepath.Glob(filepath.Join(dir, "*.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no client scripts in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cmdCtx, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer stop()
+			cmd := exec.CommandContext(cmdCtx, node, filepath.Base(f))
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "SHADE_URL=http://"+ln.Addr().String())
+			out, err := cmd.CombinedOutput()
+			t.Logf("node %s:\n%s", filepath.Base(f), out)
+			if err != nil {
+				t.Fatalf("the openai client failed: %v", err)
+			}
+		})
 	}
 	waitFor(t, "the aborted stream's job to leave", func() bool { return s.sched.jobs() == 0 })
 }
