@@ -12,6 +12,7 @@ import (
 
 	"shade/calib"
 	"shade/cost"
+	"shade/elastic"
 	"shade/engine"
 )
 
@@ -21,18 +22,30 @@ type CostResult struct {
 	Path  string
 }
 
-// Cost measures the engine's cost model for Lever mode — draft pass and
-// target layer time per batch size, LM head time, and the model file's
-// O_DIRECT read rate — and stores it beside the target (calib.Cost).
-// Without a draft the draft costs are zero. Open the engine with every
-// layer resident: the timings must be compute, not reads.
+// Cost measures the engine's device profile — every draft layer's and a
+// target layer's time per batch size, the LM heads' times, and the model
+// file's O_DIRECT read rate — and stores it beside the target (calib.Cost).
+// Flash mode prices its trees by it; elastic speculation's sensor takes
+// the draft layers as its baselines. Without a draft the draft costs are
+// zero. Open the engine with every layer resident: the timings must be
+// compute, not reads.
 func Cost(e *engine.Engine, o cost.Options) (*CostResult, error) {
 	if e.Stream != nil {
 		return nil, fmt.Errorf("calibrate: cost: layers are streamed: measure with every layer resident")
 	}
+	if o.CPUTime == nil {
+		o.CPUTime = elastic.ProcessCPUTime // draft layers timed as the sensor reads them
+	}
 	m, err := cost.Measure(e.Model, e.Draft, e.Path, o)
 	if err != nil {
 		return nil, err
+	}
+	if e.Draft != nil && e.DraftPath != "" {
+		key, err := calib.KeyFor(e.DraftPath)
+		if err != nil {
+			return nil, err
+		}
+		m.DraftModel = key.Model
 	}
 	path, err := calib.Save(e.Path, calib.Cost, m)
 	if err != nil {

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,18 @@ func open(t *testing.T, withDraft bool, o engine.Options) *engine.Engine {
 	return e
 }
 
+// reopen opens e's model and draft again in a new engine.
+func reopen(t *testing.T, e *engine.Engine, o engine.Options) *engine.Engine {
+	t.Helper()
+	o.Draft, o.Threads = e.DraftPath, 1
+	e2, err := engine.Open(context.Background(), e.Path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e2.Close() })
+	return e2
+}
+
 func TestCost(t *testing.T) {
 	e := open(t, true, engine.Options{NoRepack: true})
 	r, err := Cost(e, cost.Options{Batches: []int{1, 4}, Layers: 2, Reps: 1})
@@ -50,6 +63,24 @@ func TestCost(t *testing.T) {
 	var m cost.Model
 	if ok, err := calib.Load(e.Path, calib.Cost, &m); !ok || err != nil || m.Validate() != nil || m.Draft(1) <= 0 || r.Path != calib.Path(e.Path, calib.Cost) {
 		t.Fatalf("stored: %v %v %+v at %s", ok, err, m, r.Path)
+	}
+	// One draft pass is its layers and its head: the profile's draft
+	// layers add up to less than the pass, and every layer is timed.
+	if len(m.DraftLayers) != e.Draft.Config.Layers || m.DraftModel == "" {
+		t.Fatalf("draft layers %v of draft %q", m.DraftLayers, m.DraftModel)
+	}
+	for i := range m.Batches {
+		var sum float64
+		for _, l := range m.DraftLayers {
+			sum += l[i]
+		}
+		if !(sum > 0 && sum <= m.DraftPass[i]) {
+			t.Errorf("batch %d: draft layers sum to %v s, the pass is %v s", m.Batches[i], sum, m.DraftPass[i])
+		}
+	}
+	// The engine uses what was stored, for this draft only.
+	if p, why, err := reopen(t, e, engine.Options{}).StoredProfile(); p == nil || err != nil {
+		t.Fatalf("stored profile not used: %q %v", why, err)
 	}
 	streamed := open(t, false, engine.Options{DRAMBudget: "0%"})
 	if _, err := Cost(streamed, cost.Options{Batches: []int{1}, Layers: 1, Reps: 1}); err == nil || !strings.Contains(err.Error(), "streamed") {
@@ -68,9 +99,24 @@ func TestContention(t *testing.T) {
 	if r.Relay != nil || r.Calibration.Gains != elastic.DefaultGains || !strings.Contains(r.Calibration.GainsFrom, "skipped") {
 		t.Errorf("calibration %+v, relay %+v", r.Calibration, r.Relay)
 	}
-	st, err := elastic.StartFor(context.Background(), e.Path, e.DraftPath, e.Draft)
-	if err != nil || st.Source != "calibrated" || len(st.Baselines.NS) != e.Draft.Config.Layers {
-		t.Fatalf("start from the stored calibration: %v, %+v", err, st)
+	if r.ProfilePath != calib.Path(e.Path, calib.Cost) || len(r.Profile.DraftLayers) != e.Draft.Config.Layers {
+		t.Fatalf("without a stored device profile, Contention measures and stores one: %q, %+v", r.ProfilePath, r.Profile)
+	}
+	// A second engine of the pair starts its governors from what was
+	// stored: the profile's draft layers, the calibration's gains.
+	again := reopen(t, e, engine.Options{})
+	st, err := again.ElasticStart(context.Background())
+	if err != nil || st.Source != engine.ProfileCalibrated || len(st.Baselines.NS) != e.Draft.Config.Layers || st.Gains != elastic.DefaultGains {
+		t.Fatalf("start from the stored profile and calibration: %v, %+v", err, st)
+	}
+	want, _ := elastic.BaselinesFrom(r.Profile)
+	if fmt.Sprint(st.Baselines) != fmt.Sprint(want) {
+		t.Errorf("baselines %v, want the stored profile's %v", st.Baselines, want)
+	}
+	// With the profile stored, a second calibration measures nothing again.
+	r2, err := Contention(context.Background(), again, ContentionOptions{Passes: 2, CPU: -1})
+	if err != nil || r2.ProfilePath != "" {
+		t.Fatalf("second calibration: %v, profile re-measured into %q", err, r2.ProfilePath)
 	}
 	if _, err := Contention(context.Background(), open(t, false, engine.Options{}), ContentionOptions{}); err == nil {
 		t.Error("contention calibrated without a draft")

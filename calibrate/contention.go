@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shade/calib"
+	"shade/cost"
 	"shade/elastic"
 	"shade/engine"
 	"shade/qos"
@@ -16,7 +17,9 @@ import (
 
 // ContentionOptions configure Contention.
 type ContentionOptions struct {
-	Passes int // passes per draft batch size, medians kept (default 30)
+	// Passes is how many passes per draft batch size the device profile
+	// takes when none is stored and Contention measures it (default 30).
+	Passes int
 	// CPU is the core the LLM is pinned to during the measurement; the
 	// contention source runs on the next one. < 0: no pinning (and no
 	// relay experiment, which needs the second core).
@@ -34,18 +37,24 @@ type ContentionOptions struct {
 type ContentionResult struct {
 	Calibration *elastic.Calibration
 	Path        string
+	// Profile is the device profile whose draft layers are the sensor's
+	// baselines, and ProfilePath the file it was stored in when
+	// Contention measured it ("" when it was stored already).
+	Profile     *cost.Model
+	ProfilePath string
 	// Relay is the relay experiment's outcome (nil when it did not run
 	// or failed: Calibration.GainsFrom says which).
 	Relay *elastic.RelayResult
 }
 
 // Contention calibrates elastic speculation for the engine's target and
-// draft on this machine: the sensor's quiet-machine baseline of every
-// draft layer at every batch size (elastic.StartupRows), and PI gains by
-// Ziegler–Nichols from a relay experiment against a real contention source
-// (a thread streaming over memory on another core, switched on and off by
-// the draft's contention score). It stores them beside the target
-// (calib.Contention). Keep the machine quiet while it runs.
+// draft on this machine: PI gains by Ziegler–Nichols from a relay
+// experiment against a real contention source (a thread streaming over
+// memory on another core, switched on and off by the draft's contention
+// score), stored beside the target (calib.Contention). The sensor's
+// quiet-machine baselines are the device profile's draft layers: the
+// stored profile's, or, without one, a profile measured first and stored
+// (calib.Cost, as Cost does). Keep the machine quiet while it runs.
 func Contention(ctx context.Context, e *engine.Engine, o ContentionOptions) (*ContentionResult, error) {
 	if e.Draft == nil {
 		return nil, errors.New("calibrate: contention needs the draft model: its layers are the contention sensor")
@@ -59,6 +68,24 @@ func Contention(ctx context.Context, e *engine.Engine, o ContentionOptions) (*Co
 	if o.Passes < 1 || o.Passes > 10000 || o.Relay < 0 || o.Relay > 10*time.Minute || o.StreamBytes < 16<<20 || o.StreamBytes > 16<<30 {
 		return nil, fmt.Errorf("calibrate: contention: %d passes, relay %v, stream %d bytes: want passes in [1, 10000], a relay of at most 10 min, a stream of 16 MiB to 16 GiB", o.Passes, o.Relay, o.StreamBytes)
 	}
+	r := &ContentionResult{}
+	profile, why, err := e.StoredProfile()
+	if err != nil {
+		return nil, err
+	}
+	if profile == nil {
+		progress(o.Progress, "device profile: %s: measuring it, %d passes per draft batch size (keep the machine quiet)", why, o.Passes)
+		res, err := Cost(e, cost.Options{DraftPasses: o.Passes, CPUTime: elastic.ProcessCPUTime, Progress: o.Progress})
+		if err != nil {
+			return nil, err
+		}
+		profile, r.ProfilePath = res.Model, res.Path
+	}
+	r.Profile = profile
+	base, err := elastic.BaselinesFrom(profile)
+	if err != nil {
+		return nil, err
+	}
 	other := -1
 	if o.CPU >= 0 {
 		restore, err := qos.PinProcessTemporarily(o.CPU)
@@ -70,18 +97,12 @@ func Contention(ctx context.Context, e *engine.Engine, o ContentionOptions) (*Co
 			other = (o.CPU + 1) % runtime.NumCPU()
 		}
 	}
-	progress(o.Progress, "draft-layer baselines, %d passes per batch size %v (keep the machine quiet)", o.Passes, elastic.StartupRows)
-	base, err := elastic.MeasureBaselines(ctx, e.Draft, elastic.MeasureOptions{Rows: elastic.StartupRows, Passes: o.Passes})
-	if err != nil {
-		return nil, err
-	}
 	draftKey, err := calib.KeyFor(e.DraftPath)
 	if err != nil {
 		return nil, err
 	}
-	c := &elastic.Calibration{Draft: draftKey, Baselines: *base, Passes: o.Passes, Pinned: o.CPU >= 0,
-		Gains: elastic.DefaultGains, GainsFrom: "default"}
-	r := &ContentionResult{Calibration: c}
+	c := &elastic.Calibration{Draft: draftKey, Pinned: o.CPU >= 0, Gains: elastic.DefaultGains, GainsFrom: "default"}
+	r.Calibration = c
 	switch {
 	case o.Relay == 0:
 		c.GainsFrom = "default (relay experiment skipped)"

@@ -1,7 +1,10 @@
-// Package cost owns shade's per-device cost model of a speculative step: how
-// long a draft pass takes for a batch of b rows, how long one target layer
-// takes to compute over b rows, how long the target's LM head takes per
-// row, and how long reading one streamed target layer from storage takes.
+// Package cost owns shade's device profile, the per-device cost model of a
+// speculative step: how long each draft layer and a draft pass take for a
+// batch of b rows, how long one target layer takes to compute over b rows,
+// how long the target's LM head takes per row, and how long reading one
+// streamed target layer from storage takes. Layer times are compute only,
+// scaled by the process's CPU share (CPUShare), the same quantity elastic
+// speculation's sensor reads, which takes the draft layers as baselines.
 // It measures them (Measure, reading storage the way package weights'
 // streamer does) and answers what a step of a given shape will cost (Draft,
 // Verify, Head); its Estimator corrects that table online by what steps
@@ -27,10 +30,21 @@ type Model struct {
 	DraftPass   []float64 `json:"draft_pass"`   // (len(Batches)) one draft pass: every layer and the head, per batch size
 	TargetLayer []float64 `json:"target_layer"` // (len(Batches)) one target layer's compute, per batch size
 	TargetHead  []float64 `json:"target_head"`  // (len(Batches)) the target's final norm and LM head, per rows
-	Layers      int       `json:"layers"`       // target layers
-	LayerBytes  int64     `json:"layer_bytes"`  // mean bytes of one target layer's matrices
-	DiskBps     float64   `json:"disk_bps"`     // O_DIRECT read bandwidth of the model file, bytes/s (0: unknown)
-	Direct      bool      `json:"direct"`       // whether DiskBps was read with O_DIRECT
+	// DraftLayers[l][i] is the draft's layer l at Batches[i]: its compute,
+	// scaled by the process's CPU share (LayerProfile). Elastic
+	// speculation's sensor scores every draft layer against it. Empty
+	// without a draft.
+	DraftLayers [][]float64 `json:"draft_layers,omitempty"`
+	// DraftModel identifies the draft file measured (calib.Key's Model:
+	// size and hash), so that a profile is not used for another draft.
+	DraftModel string `json:"draft_model,omitempty"`
+	// Threads is the worker threads the timings ran on: a profile
+	// measured on one thread does not price (or baseline) a run on two.
+	Threads    int     `json:"threads,omitempty"`
+	Layers     int     `json:"layers"`      // target layers
+	LayerBytes int64   `json:"layer_bytes"` // mean bytes of one target layer's matrices
+	DiskBps    float64 `json:"disk_bps"`    // O_DIRECT read bandwidth of the model file, bytes/s (0: unknown)
+	Direct     bool    `json:"direct"`      // whether DiskBps was read with O_DIRECT
 	// StreamedLayers is how many target layers each target pass reads from
 	// storage. It depends on the DRAM budget of the run, not on the device,
 	// so it is set by the caller and not stored.
@@ -72,7 +86,20 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("cost: batch sizes %v are not ascending positive numbers", m.Batches)
 		}
 	}
-	for _, xs := range [][]float64{m.DraftPass, m.TargetLayer, m.TargetHead} {
+	if len(m.DraftLayers) > 4096 {
+		return fmt.Errorf("cost: %d draft layers is too many", len(m.DraftLayers))
+	}
+	for l, xs := range m.DraftLayers {
+		if len(xs) != n {
+			return fmt.Errorf("cost: draft layer %d has %d timings for %d batch sizes", l, len(xs), n)
+		}
+		for _, x := range xs {
+			if !(x > 0) {
+				return fmt.Errorf("cost: draft layer %d: timing %v is not positive", l, x)
+			}
+		}
+	}
+	for _, xs := range append([][]float64{m.DraftPass, m.TargetLayer, m.TargetHead}, m.DraftLayers...) {
 		for _, x := range xs {
 			if !(x >= 0) || math.IsInf(x, 0) || x > 3600 {
 				return fmt.Errorf("cost: timing %v is not a plausible duration in seconds", x)
@@ -262,6 +289,9 @@ func (m *Model) Summary() string {
 	io := "unknown"
 	if m.DiskBps > 0 {
 		io = fmt.Sprintf("%.2f GB/s %s → %.2f ms per streamed layer", m.DiskBps/1e9, how, 1e3*m.LayerIO())
+	}
+	if len(m.DraftLayers) > 0 {
+		s += fmt.Sprintf("draft: %d layers profiled (elastic speculation's sensor baselines)\n", len(m.DraftLayers))
 	}
 	s += fmt.Sprintf("target: %d layers of %.1f MiB; storage read: %s\n", m.Layers, float64(m.LayerBytes)/(1<<20), io)
 	s += fmt.Sprintf("verify pass, all resident: 1 row %.2f ms, 8 rows %.2f ms, 32 rows %.2f ms",

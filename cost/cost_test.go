@@ -72,6 +72,9 @@ func TestValidate(t *testing.T) {
 		func(m *Model) { m.TargetHead[0] = -1 },
 		func(m *Model) { m.Layers = 0 },
 		func(m *Model) { m.DiskBps = math.Inf(1) },
+		func(m *Model) { m.DraftLayers = [][]float64{{1e-3}} },            // one timing for three sizes
+		func(m *Model) { m.DraftLayers = [][]float64{{1e-3, 0, 2e-3}} },   // a layer that took no time
+		func(m *Model) { m.DraftLayers = [][]float64{{1e-3, 2e-3, 1e9}} }, // implausible
 	}
 	if err := toy().Validate(); err != nil {
 		t.Fatal(err)
@@ -103,6 +106,19 @@ func TestMeasure(t *testing.T) {
 	}
 	if len(m.TargetLayer) != 3 || m.Draft(1) <= 0 || m.Layer(16) <= 0 || m.Head(4) <= 0 || m.Layers != target.Config.Layers {
 		t.Errorf("implausible measurement: %+v", m)
+	}
+	// The draft's pass is its profiled layers plus its head.
+	if len(m.DraftLayers) != target.Config.Layers || m.Threads != 2 {
+		t.Fatalf("draft layers %v, threads %d", m.DraftLayers, m.Threads)
+	}
+	for i := range m.Batches {
+		var sum float64
+		for _, l := range m.DraftLayers {
+			sum += l[i]
+		}
+		if !(sum > 0 && sum < m.DraftPass[i]) {
+			t.Errorf("batch %d: layers %v s, pass %v s", m.Batches[i], sum, m.DraftPass[i])
+		}
 	}
 	// stories260K is smaller than one of the streamer's reads: its rate
 	// stays unknown rather than being made up.

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -19,7 +20,15 @@ type Options struct {
 	// DiskBytes bounds the storage read probe (default 512 MiB); < 0
 	// skips it.
 	DiskBytes int64
-	Progress  func(what string)
+	// DraftPasses is how many passes per batch size the draft's layer
+	// profile takes, medians kept (default Reps+1, at least 3): elastic
+	// speculation's sensor scores every draft layer against it.
+	DraftPasses int
+	// CPUTime, if set, is the process's CPU time in ns: the draft's layer
+	// times are scaled by the share of them the process ran, as the
+	// sensor's readings are (CPUShare).
+	CPUTime  func() int64
+	Progress func(what string)
 }
 
 // Quick are the options of the measurement an engine makes at start-up
@@ -42,6 +51,59 @@ func (o *Options) defaults() {
 	if o.DiskBytes == 0 {
 		o.DiskBytes = 512 << 20
 	}
+	if o.DraftPasses <= 0 {
+		o.DraftPasses = max(o.Reps+1, 3)
+	}
+}
+
+// measureDraft records the draft's layer profile (LayerProfile over the
+// batch sizes) and its head's time per batch size; a draft pass is their
+// sum. One measurement serves both users of a draft's latency: the
+// gain-cost tree builder prices drafting by DraftPass, and elastic
+// speculation's sensor takes DraftLayers as its quiet-machine baselines.
+func (m *Model) measureDraft(draft *model.Model, bs []int, o Options, progress func(string, ...any)) error {
+	progress("draft: %d layers at batch sizes %v, %d passes", draft.Config.Layers, bs, o.DraftPasses)
+	layers, err := LayerProfile(context.Background(), draft, ProfileOptions{Rows: bs, Passes: o.DraftPasses, CPUTime: o.CPUTime})
+	if err != nil {
+		return err
+	}
+	maxB := bs[len(bs)-1]
+	ds, err := draft.NewState(maxB + 1)
+	if err != nil {
+		return err
+	}
+	logits := make([]float32, maxB*draft.Config.Vocab)
+	rows := make([]int, maxB)
+	for i := range rows {
+		rows[i] = i
+	}
+	head := make([]float64, len(bs))
+	for i, b := range bs {
+		var took []float64
+		for range o.DraftPasses {
+			if err := ds.Begin(model.Chain(tokens(b, draft.Config.Vocab))); err != nil {
+				return err
+			}
+			if err := ds.RunLayers(0, draft.Config.Layers, nil); err != nil {
+				return err
+			}
+			t := time.Now()
+			if err := ds.Logits(rows[:b], logits[:b*draft.Config.Vocab]); err != nil {
+				return err
+			}
+			took = append(took, time.Since(t).Seconds())
+			ds.Abandon()
+		}
+		head[i] = median(took)
+	}
+	m.DraftLayers = layers
+	for i := range bs {
+		m.DraftPass[i] = head[i]
+		for l := range layers {
+			m.DraftPass[i] += layers[l][i]
+		}
+	}
+	return nil
 }
 
 // Measure times the target (and the draft, if not nil) on this machine.
@@ -64,7 +126,7 @@ func Measure(target, draft *model.Model, modelPath string, o Options) (_ *Model,
 		draft.Repack()
 	}
 	c := target.Config
-	m := &Model{Batches: bs, Layers: c.Layers, Measured: time.Now().UTC()}
+	m := &Model{Batches: bs, Layers: c.Layers, Threads: target.Pool.Threads(), Measured: time.Now().UTC()}
 	for _, b := range target.Weights.LayerBytes {
 		m.LayerBytes += b
 	}
@@ -130,35 +192,8 @@ func Measure(target, draft *model.Model, modelPath string, o Options) (_ *Model,
 
 	m.DraftPass = make([]float64, len(bs))
 	if draft != nil {
-		progress("draft: whole passes at batch sizes %v", bs)
-		ds, err := draft.NewState(maxB + 1)
-		if err != nil {
+		if err := m.measureDraft(draft, bs, o, progress); err != nil {
 			return nil, err
-		}
-		dl := draft.Config.Layers
-		if err := run(ds, 1, dl); err != nil {
-			return nil, err
-		}
-		logits := make([]float32, maxB*draft.Config.Vocab)
-		rows := make([]int, maxB)
-		for i := range rows {
-			rows[i] = i
-		}
-		for i, b := range bs {
-			best := -1.0
-			for range o.Reps + 1 {
-				t := time.Now()
-				if err := run(ds, b, dl); err != nil {
-					return nil, err
-				}
-				if err := ds.Logits(rows[:b], logits[:b*draft.Config.Vocab]); err != nil {
-					return nil, err
-				}
-				if d := time.Since(t).Seconds(); best < 0 || d < best {
-					best = d
-				}
-			}
-			m.DraftPass[i] = best
 		}
 	}
 

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"math"
+	"shade/cost"
 	"sync"
 	"time"
 
@@ -21,7 +22,8 @@ type Config struct {
 	// learns them online from the fastest readings (poorer: say so).
 	Baselines *Baselines
 	// BaselineSource names where Baselines came from, for the stats
-	// ("calibrated", "measured at start-up"); default from Baselines.
+	// (the device profile they are from); default "calibrated" with
+	// Baselines, "learned online" without.
 	BaselineSource string
 	Gains          Gains   // zero: DefaultGains
 	GuardrailRate  float64 // tokens per second (0: 12)
@@ -76,7 +78,7 @@ type Governor struct {
 	u         float64 // the PI output: 0 (no action) … 1 (full)
 	filtered  float64 // CS smoothed for the PI (FilterAlpha)
 	lastRead  int64
-	share     cpuShare
+	share     cost.CPUShare
 	preempted bool    // this step's draft was preempted
 	acted     bool    // the governor acted in this step
 	rate      float64 // the configured guardrail rate
@@ -130,7 +132,7 @@ func New(cfg Config) *Governor {
 	}
 	g := &Governor{policy: cfg.Policy, source: src, gains: cfg.Gains, sensor: NewSensor(base),
 		pi: PI{Gains: cfg.Gains, Min: 0, Max: 1}, bucket: NewBucket(cfg.GuardrailRate), now: cfg.Now,
-		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, share: newCPUShare(cfg.CPUTime, cfg.Threads),
+		log: sampleLog{buf: make([]Sample, cfg.LogSize)}, share: cost.NewCPUShare(cfg.CPUTime, cfg.Threads),
 		rate: cfg.GuardrailRate}
 	if cfg.Hysteresis > 0 {
 		g.sensor.Need = cfg.Hysteresis
@@ -201,7 +203,7 @@ func (g *Governor) DraftLayer(layer, rows int, took time.Duration) bool {
 	if layer == 0 {
 		g.passes++
 	}
-	took = g.share.scale(now, took)
+	took = g.share.Scale(now, took)
 	cs, ok := g.sensor.Score(layer, rows, took)
 	if !ok {
 		return false
@@ -322,7 +324,7 @@ func (g *Governor) VerifyLayer(layer, rows int, took time.Duration) time.Duratio
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	scaled := g.share.scale(now, took)
+	scaled := g.share.Scale(now, took)
 	burst := false
 	if cs, ok := g.targetScore(layer, rows, scaled); ok {
 		g.log.add(Sample{T: now, Layer: int32(layer), Rows: int32(rows), CS: float32(cs), Target: true})

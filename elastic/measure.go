@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"shade/cost"
 	"slices"
 	"time"
 
@@ -19,107 +20,58 @@ type MeasureOptions struct {
 	Ctx    int   // context already in the KV cache (default 64 tokens)
 }
 
-// MeasureBaselines times every layer of m over each batch size, passes
-// times, interleaving the sizes so that a slow spell hits them all alike,
-// and keeps the medians. Run it on a quiet machine (calibration), or
-// briefly at start-up when there is no calibration.
+// MeasureBaselines times every layer of m over each batch size (the device
+// profile's per-layer measurement, cost.LayerProfile, scaled by the CPU
+// share as the sensor's readings are). Engines take their baselines from
+// the device profile (BaselinesFrom) and need not call it; it is for
+// measuring a model on its own.
 func MeasureBaselines(ctx context.Context, m *model.Model, o MeasureOptions) (*Baselines, error) {
 	if len(o.Rows) == 0 {
 		o.Rows = []int{1, 2, 4, 8}
 	}
-	if o.Passes <= 0 {
-		o.Passes = 5
-	}
-	if o.Ctx <= 0 {
-		o.Ctx = 64
-	}
 	rows := slices.Clone(o.Rows)
 	slices.Sort(rows)
 	rows = slices.Compact(rows)
-	if rows[0] < 1 || rows[len(rows)-1] > 512 || o.Passes > 100000 {
-		return nil, fmt.Errorf("elastic: baseline batch sizes must be in [1, 512], got %v", o.Rows)
-	}
-	layers := m.Config.Layers
-	s, err := m.NewState(o.Ctx + rows[len(rows)-1] + 1)
+	secs, err := cost.LayerProfile(ctx, m, cost.ProfileOptions{Rows: rows, Passes: o.Passes, Ctx: o.Ctx, CPUTime: ProcessCPUTime})
 	if err != nil {
 		return nil, err
 	}
-	vocab := int32(m.Config.Vocab)
-	tokens := make([]int32, max(o.Ctx, rows[len(rows)-1]))
-	for i := range tokens {
-		tokens[i] = int32(i*7919+13) % vocab
+	return baselines(rows, secs)
+}
+
+// BaselinesFrom is the sensor's baselines from a device profile (the cost
+// model measured by shade calibrate or at start-up): its draft layers'
+// latencies at its batch sizes.
+func BaselinesFrom(p *cost.Model) (*Baselines, error) {
+	if p == nil || len(p.DraftLayers) == 0 {
+		return nil, errors.New("elastic: the device profile has no draft-layer timings (measure it with the draft loaded)")
 	}
-	if err := s.Forward(model.Chain(tokens[:o.Ctx])); err != nil {
-		return nil, err
-	}
-	if err := s.CommitAll(); err != nil {
-		return nil, err
-	}
-	times := make([][][]float64, layers) // [layer][row size][pass]
-	for l := range times {
-		times[l] = make([][]float64, len(rows))
-	}
-	// Each layer's time counts only the share of it the process ran, as
-	// the governor's readings do: a baseline measured on a busy machine
-	// would otherwise include other processes' turns on the core.
-	share := newCPUShare(ProcessCPUTime, m.Pool.Threads())
-	var lastTook time.Duration
-	hook := func(l int) error {
-		lastTook = share.scale(Monotonic(), s.LayerTimes[l])
-		return nil
-	}
-	for range o.Passes {
-		for ri, r := range rows {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if err := s.Begin(model.Chain(tokens[:r])); err != nil {
-				return nil, err
-			}
-			share.scale(Monotonic(), 0) // the window starts at the pass
-			for l := range layers {
-				if err := s.RunLayers(l, l+1, hook); err != nil {
-					return nil, err
-				}
-				times[l][ri] = append(times[l][ri], float64(lastTook))
-			}
-			s.Abandon()
-		}
-	}
-	b := &Baselines{Rows: rows, NS: make([][]float64, layers)}
-	for l := range layers {
-		for ri := range rows {
-			b.NS[l] = append(b.NS[l], median(times[l][ri]))
+	return baselines(p.Batches, p.DraftLayers)
+}
+
+func baselines(rows []int, secs [][]float64) (*Baselines, error) {
+	b := &Baselines{Rows: slices.Clone(rows), NS: make([][]float64, len(secs))}
+	for l, xs := range secs {
+		for _, x := range xs {
+			b.NS[l] = append(b.NS[l], x*1e9)
 		}
 	}
 	return b, b.Validate()
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
 // Calibration is what `shade calibrate --contention` stores (calib kind
-// CalibKind, beside the target model, for one draft model on one CPU).
+// CalibKind, beside the target model, for one draft model on one CPU): the
+// PI gains. The sensor's baselines are not in it: they are the device
+// profile's draft layers (calib kind Cost), the one measurement of them.
 type Calibration struct {
-	Draft     calib.Key `json:"draft"` // the draft model the baselines are of
-	Baselines Baselines `json:"baselines"`
-	Passes    int       `json:"passes"`
-	Pinned    bool      `json:"pinned"` // measured on one pinned core
-	Gains     Gains     `json:"gains"`
+	Draft calib.Key `json:"draft"` // the draft model the gains were found with
+	Gains Gains     `json:"gains"`
 	// GainsFrom says how Gains were found: "ziegler-nichols relay" or
 	// "default" (when the relay experiment did not oscillate).
 	GainsFrom string  `json:"gains_from"`
 	Ku        float64 `json:"ku,omitempty"`
 	TuSeconds float64 `json:"tu_s,omitempty"`
+	Pinned    bool    `json:"pinned"` // the relay ran with the LLM on one pinned core
 	Created   string  `json:"created,omitempty"`
 }
 
@@ -128,9 +80,6 @@ const CalibKind = calib.Contention
 
 // Validate checks a calibration read from disk.
 func (c *Calibration) Validate() error {
-	if err := c.Baselines.Validate(); err != nil {
-		return err
-	}
 	if err := c.Gains.Validate(); err != nil {
 		return err
 	}

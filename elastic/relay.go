@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"shade/cost"
 	"time"
 
 	"shade/model"
@@ -78,9 +79,9 @@ func RunRelay(ctx context.Context, o RelayOptions) (RelayResult, error) {
 	o.Source(on)
 	defer o.Source(false)
 	start := time.Now()
-	share := newCPUShare(ProcessCPUTime, o.Draft.Pool.Threads())
+	share := cost.NewCPUShare(ProcessCPUTime, o.Draft.Pool.Threads())
 	hook := func(layer int) error {
-		cs, ok := sensor.Score(layer, 1, share.scale(Monotonic(), s.LayerTimes[layer]))
+		cs, ok := sensor.Score(layer, 1, share.Scale(Monotonic(), s.LayerTimes[layer]))
 		if !ok {
 			return nil
 		}

@@ -9,7 +9,8 @@ import "time"
 type Stats struct {
 	Policy string `json:"policy"`
 	// Baselines says where the sensor's quiet-machine latencies came from:
-	// "calibrated", "measured at start-up" or "learned online".
+	// the device profile they are from (engine.ProfileCalibrated or
+	// engine.ProfileMeasured), or "learned online".
 	Baselines string  `json:"baselines"`
 	Kp        float64 `json:"kp"`
 	Ki        float64 `json:"ki"`

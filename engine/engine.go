@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"shade/cost"
 	"shade/elastic"
 	"shade/gguf"
 	"shade/model"
@@ -63,9 +64,12 @@ type Engine struct {
 	// Governor is the elastic governor Open built (Options.Policy,
 	// Switchable); nil without one. Requests run under it when their
 	// Spec.Governor is set to it.
-	Governor     *elastic.Governor
-	elasticMu    sync.Mutex
-	elasticStart *elastic.Start
+	Governor      *elastic.Governor
+	profileMu     sync.Mutex
+	profile       *cost.Model // Profile's, once resolved
+	profileSource string
+	elasticMu     sync.Mutex
+	elasticStart  *elastic.Start
 }
 
 // Load opens a GGUF model file and nothing else (Open sets an engine up
@@ -157,6 +161,12 @@ func (e *Engine) LoadDraft(path string) error {
 	e.elasticMu.Lock()
 	e.elasticStart = nil // of the draft replaced
 	e.elasticMu.Unlock()
+	e.profileMu.Lock()
+	e.profile = nil
+	e.profileMu.Unlock()
+	e.flashMu.Lock()
+	e.flash = nil // priced with the draft replaced
+	e.flashMu.Unlock()
 	e.Draft = m
 	e.DraftPath = path
 	e.DraftRanks = new(speculate.RankStats)

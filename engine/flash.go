@@ -65,12 +65,11 @@ func (e *Engine) SaveDraftProfile() (string, error) {
 }
 
 // FlashResources are what flash mode (package flash) needs from
-// calibration, resolved once per engine: the cost model (stored, or
-// measured quickly at start-up) and the pruning predictor (stored, or
-// none).
+// calibration, resolved once per engine: the cost model (the device
+// profile, Engine.Profile) and the pruning predictor (stored, or none).
 type FlashResources struct {
 	Cost       *cost.Model
-	CostSource string // "stored" or "measured at start-up"
+	CostSource string // where the device profile came from (Engine.Profile)
 	Pruner     *flash.Pruner
 	PrunerNote string // why there is none, or where it came from
 }
@@ -83,32 +82,12 @@ func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
 	if e.flash != nil {
 		return e.flash, nil
 	}
-	ls := &FlashResources{}
-	var stored cost.Model
-	ok := false
-	if e.Path != "" {
-		var err error
-		if ok, err = calib.Load(e.Path, CalibCost, &stored); err != nil {
-			return nil, err
-		}
-		if ok {
-			if err := stored.Validate(); err != nil {
-				return nil, fmt.Errorf("engine: stored cost model for %s: %w (run shade calibrate again)", e.Path, err)
-			}
-			if stored.Layers != e.Model.Config.Layers || (e.Draft != nil && stored.Draft(1) == 0) {
-				ok = false // calibrated without this draft, or another model
-			}
-		}
+	p, source, err := e.Profile(log)
+	if err != nil {
+		return nil, err
 	}
-	if ok {
-		ls.Cost, ls.CostSource = &stored, "stored"
-	} else {
-		m, err := cost.Measure(e.Model, e.Draft, e.Path, cost.Quick())
-		if err != nil {
-			return nil, fmt.Errorf("engine: measuring the cost model: %w", err)
-		}
-		ls.Cost, ls.CostSource = m, "measured at start-up"
-	}
+	c := *p // flash mode sets what streams on its copy
+	ls := &FlashResources{Cost: &c, CostSource: source}
 	ls.PrunerNote = "none stored (shade calibrate --pruner)"
 	if e.Path != "" {
 		var p flash.Pruner
@@ -125,7 +104,7 @@ func (e *Engine) FlashResources(log io.Writer) (*FlashResources, error) {
 		}
 	}
 	if log != nil {
-		fmt.Fprintf(log, "lever: cost model %s in %v; pruning predictor: %s; acceptance profile: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote, e.DraftProfileNote)
+		fmt.Fprintf(log, "flash: cost model from the %s (measured in %v); pruning predictor: %s; acceptance profile: %s\n", ls.CostSource, ls.Cost.Took.Round(1e6), ls.PrunerNote, e.DraftProfileNote)
 	}
 	e.flash = ls
 	return ls, nil

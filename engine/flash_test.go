@@ -45,7 +45,7 @@ func TestFlashModeAndCalibrations(t *testing.T) {
 	if !slices.Equal(st.Tokens, plain.Tokens) {
 		t.Errorf("flash mode: output differs from plain decoding")
 	}
-	if ls, _ := e.FlashResources(nil); ls.CostSource != "measured at start-up" || ls.Pruner != nil {
+	if ls, _ := e.FlashResources(nil); ls.CostSource != ProfileMeasured || ls.Pruner != nil {
 		t.Errorf("setup without calibrations: %+v", ls)
 	}
 	if st.Spec.PruneNote == "" {
@@ -76,7 +76,7 @@ func TestFlashModeAndCalibrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.CostSource != "stored" || ls.Pruner == nil || ls.Cost.DiskBps != 1e6 {
+	if ls.CostSource != ProfileCalibrated || ls.Pruner == nil || ls.Cost.DiskBps != 1e6 {
 		t.Fatalf("stored calibrations not used: %+v", ls)
 	}
 	// Stream every layer as far as the cost model knows.

@@ -202,7 +202,11 @@ func (e *Engine) ElasticStart(ctx context.Context) (*elastic.Start, error) {
 	if e.Draft == nil {
 		return nil, fmt.Errorf("engine: elastic speculation needs a draft model: its layers are the contention sensor")
 	}
-	st, err := elastic.StartFor(ctx, e.Path, e.DraftPath, e.Draft)
+	p, source, err := e.Profile(nil)
+	if err != nil {
+		return nil, err
+	}
+	st, err := elastic.StartFor(e.Path, e.DraftPath, e.Draft, p, source)
 	if err != nil {
 		return nil, err
 	}

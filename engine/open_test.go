@@ -56,12 +56,12 @@ func TestOpenSetUp(t *testing.T) {
 	}
 	defer e.Close()
 	all := strings.Join(notes, "\n")
-	for _, want := range []string{"lever: cost model measured at start-up", "streamed", "elastic balanced: no contention calibration"} {
+	for _, want := range []string{"flash: cost model from the " + ProfileMeasured, "streamed", "elastic balanced: baselines from the " + ProfileMeasured, "no contention calibration"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("notes lack %q:\n%s", want, all)
 		}
 	}
-	if i, j := strings.Index(all, "lever:"), strings.Index(all, "streamed"); i > j {
+	if i, j := strings.Index(all, "flash:"), strings.Index(all, "streamed"); i > j {
 		t.Errorf("the budget was set before Lever's cost model was measured:\n%s", all)
 	}
 	if e.Stream == nil || e.DRAMPlan == nil || len(e.DRAMPlan.Streamed) != e.Model.Config.Layers {
@@ -118,7 +118,7 @@ func TestOpenSwitchable(t *testing.T) {
 		if e.Governor != nil {
 			st1, err := e.ElasticStart(context.Background())
 			st2, _ := e.ElasticStart(context.Background())
-			if err != nil || st1 != st2 || st1.Source != "measured at start-up" {
+			if err != nil || st1 != st2 || st1.Source != ProfileMeasured {
 				t.Errorf("ElasticStart: %v, measured twice: %v, source %q", err, st1 != st2, st1.Source)
 			}
 		}

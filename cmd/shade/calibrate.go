@@ -54,7 +54,7 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			kinds = append(kinds, c.name)
 		}
 	}
-	fs := newFlagSet("calibrate", "calibrate -m MODEL.gguf [--draft DRAFT.gguf] [--"+strings.Join(kinds, " | --")+"] [flags]\n       (without a --KIND flag: the cost model of speculative steps)", stderr)
+	fs := newFlagSet("calibrate", "calibrate -m MODEL.gguf [--draft DRAFT.gguf] [--"+strings.Join(kinds, " | --")+"] [flags]\n       (without a --KIND flag: the device profile)", stderr)
 	a := &calibrateArgs{}
 	fs.StringVar(&a.model, "m", "", "target model `file`")
 	fs.StringVar(&a.draft, "draft", "", "draft model `file`")
@@ -106,19 +106,20 @@ func calibrateProgress(stderr io.Writer) func(string) {
 	return func(s string) { fmt.Fprintf(stderr, "calibrate: %s\n", s) }
 }
 
-// The "cost" calibration: the device's cost model for Lever mode, stored
-// beside the target. Without it, an engine running --spec lever measures a
-// quicker one at start-up.
+// The "cost" calibration: the device profile (cost.Model), stored beside
+// the target: flash mode prices its trees by it, elastic speculation's
+// sensor takes its draft layers as baselines. Without one that fits, an
+// engine that needs it measures a quicker one at start-up.
 func costCalibration() calibration {
 	var batches *string
 	var layers, reps *int
 	return calibration{
 		name:    "cost",
-		summary: "measure the cost model of speculative steps (the default)",
+		summary: "measure the device profile: draft layers, target layer and heads per batch size, storage reads (the default)",
 		flags: func(fs flagSet) func() error {
 			batches = fs.String("batches", "1,2,4,8,16,32,64", "batch sizes to time (cost)")
 			layers = fs.Int("cost-layers", 4, "target layers timed per pass (cost; a few representative ones)")
-			reps = fs.Int("reps", 3, "repetitions of each timing, the fastest kept (cost)")
+			reps = fs.Int("reps", 3, "repetitions of each target timing, the fastest kept; the draft layers take reps+1 passes (at least 3), medians kept (cost)")
 			return func() error {
 				if *layers < 1 || *layers > 4096 || *reps < 1 || *reps > 100 {
 					return fmt.Errorf("--cost-layers must be in [1, 4096] and --reps in [1, 100]")
@@ -139,13 +140,13 @@ func costCalibration() calibration {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "cost model of %s", a.model)
+			fmt.Fprintf(stdout, "device profile of %s", a.model)
 			if a.draft != "" {
 				fmt.Fprintf(stdout, " with draft %s", a.draft)
 			}
 			fmt.Fprintf(stdout, " (measured in %v)\n%s\nsaved to %s\n", r.Model.Took.Round(1e6), r.Model.Summary(), r.Path)
 			if a.draft == "" {
-				fmt.Fprintln(stdout, "no --draft: draft costs are zero; --spec lever will measure them at start-up")
+				fmt.Fprintln(stdout, "no --draft: draft costs are zero (a run with a draft measures its own profile at start-up)")
 			}
 			return nil
 		},
@@ -221,16 +222,17 @@ func prunerCalibration() calibration {
 	}
 }
 
-// The "contention" calibration: elastic speculation's draft-layer
-// baselines and PI gains (calibrate.Contention).
+// The "contention" calibration: elastic speculation's PI gains; its
+// sensor baselines are the device profile's draft layers, measured first
+// when none is stored (calibrate.Contention).
 func contentionCalibration() calibration {
 	var passes, cpu, streamMiB *int
 	var relaySec *float64
 	return calibration{
 		name:    "contention",
-		summary: "elastic speculation: draft-layer baselines on a quiet machine and PI gains by Ziegler–Nichols (needs --draft)",
+		summary: "elastic speculation: PI gains by Ziegler–Nichols against the device profile's draft-layer baselines, measuring the profile first if none is stored (needs --draft)",
 		flags: func(fs flagSet) func() error {
-			passes = fs.Int("passes", 30, "with --contention: passes per draft batch size (medians are kept)")
+			passes = fs.Int("passes", 30, "with --contention: passes per draft batch size when the device profile is measured (medians are kept)")
 			cpu = fs.Int("cpu", 0, "with --contention: the core the LLM is pinned to (the contention source runs on another; -1: no pinning)")
 			relaySec = fs.Float64("relay-seconds", 8, "with --contention: length of the relay experiment (0: skip it, keep default gains)")
 			streamMiB = fs.Int("stream-mib", 512, "with --contention: buffer the contention source streams over, in MiB")
@@ -245,11 +247,9 @@ func contentionCalibration() calibration {
 			if a.draft == "" {
 				return errors.New("--contention needs the draft model (--draft FILE): its layers are the contention sensor")
 			}
-			threads := a.threads
-			if threads <= 0 {
-				threads = 1 // the way shade bench qos runs the LLM: one thread on one core
-			}
-			e, err := openEngine(ctx, a.model, engine.Options{Threads: threads, Draft: a.draft}, stderr)
+			// The threads of the runs the gains are for: a device profile
+			// measured here (when none is stored) serves them too.
+			e, err := openEngine(ctx, a.model, engine.Options{Threads: a.threads, Draft: a.draft}, stderr)
 			if err != nil {
 				return err
 			}
@@ -264,11 +264,14 @@ func contentionCalibration() calibration {
 				fmt.Fprintf(stderr, "calibrate: relay: %d readings, CS amplitude %.3f, Ku %.3g, Tu %.1f ms\n", rr.Readings, rr.Amplitude, rr.Ku, 1000*rr.Tu)
 			}
 			fmt.Fprintf(stdout, "contention calibration of %s with draft %s → %s\n", a.model, a.draft, r.Path)
-			fmt.Fprintf(stdout, "baselines (ms) by draft layer × batch %v:\n", c.Baselines.Rows)
-			for l, ns := range c.Baselines.NS {
+			if r.ProfilePath != "" {
+				fmt.Fprintf(stdout, "device profile (none was stored) → %s\n", r.ProfilePath)
+			}
+			fmt.Fprintf(stdout, "sensor baselines, the device profile's draft layers (ms) by layer × batch %v:\n", r.Profile.Batches)
+			for l, secs := range r.Profile.DraftLayers {
 				fmt.Fprintf(stdout, "  layer %2d:", l)
-				for _, v := range ns {
-					fmt.Fprintf(stdout, " %7.3f", v/1e6)
+				for _, v := range secs {
+					fmt.Fprintf(stdout, " %7.3f", v*1e3)
 				}
 				fmt.Fprintln(stdout)
 			}

@@ -65,7 +65,7 @@ func TestCalibrateRoundTrip(t *testing.T) {
 	if ok, err := calib.Load(model, engine.CalibAcceptance, &prof); !ok || err != nil || prof.Validate() != nil || prof.Nodes() == 0 || prof.Draft == "" {
 		t.Fatalf("stored acceptance profile: %v %v %+v", ok, err, prof)
 	}
-	if !strings.Contains(errOut, "cost model stored") || !strings.Contains(errOut, "pruning predictor: stored") ||
+	if !strings.Contains(errOut, "cost model from the "+engine.ProfileCalibrated) || !strings.Contains(errOut, "pruning predictor: stored") ||
 		!strings.Contains(errOut, "acceptance profile: stored") || !strings.Contains(errOut, "lever: tree") {
 		t.Errorf("run --spec lever stderr %q", errOut)
 	}

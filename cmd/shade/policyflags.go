@@ -33,7 +33,7 @@ func printGovernorStats(w io.Writer, s *speculate.Stats) {
 	if !ok {
 		return
 	}
-	fmt.Fprintf(w, "elastic %s (baselines %s; Kp %.3g, Ki %.3g): %d sensor readings, CS mean %.3f, p95 %.3f, %d contended\n",
+	fmt.Fprintf(w, "elastic %s (baselines: %s; Kp %.3g, Ki %.3g): %d sensor readings, CS mean %.3f, p95 %.3f, %d contended\n",
 		g.Policy, g.Baselines, g.Kp, g.Ki, g.Readings, g.CSMean, g.CSP95, g.Contended)
 	var sizes []int
 	for k := range g.VerifyBatch {

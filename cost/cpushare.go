@@ -1,30 +1,34 @@
-package elastic
+package cost
 
 import "time"
 
-// cpuShare takes out of a layer's time the part the process did not run:
+// CPUShare takes out of a layer's time the part the process did not run:
 // the time since the last reading is multiplied by the share of it the
 // process spent on a CPU (its CPU time ÷ (wall time × threads), at most
 // 1). On a shared machine a layer also takes longer when another process
 // has the core, which is not memory contention; memory stalls are CPU
-// time, so they stay.
-type cpuShare struct {
+// time, so they stay. The device profile's layer timings and elastic
+// speculation's sensor both read layers through it, so that a baseline
+// and a reading are the same quantity.
+type CPUShare struct {
 	cpu      func() int64 // process CPU time, ns; nil: no scaling
 	threads  int
 	lastWall int64
 	lastCPU  int64
 }
 
-func newCPUShare(cpu func() int64, threads int) cpuShare {
+// NewCPUShare scales by the CPU time cpu reports (ns; nil or a negative
+// reading: no scaling) spread over threads.
+func NewCPUShare(cpu func() int64, threads int) CPUShare {
 	if cpu != nil && cpu() < 0 {
 		cpu = nil
 	}
-	return cpuShare{cpu: cpu, threads: max(threads, 1)}
+	return CPUShare{cpu: cpu, threads: max(threads, 1)}
 }
 
-// scale returns took scaled by the CPU share since the last call (now is
+// Scale returns took scaled by the CPU share since the last call (now is
 // the wall clock, ns); the first call, or one after a long gap, leaves it.
-func (c *cpuShare) scale(now int64, took time.Duration) time.Duration {
+func (c *CPUShare) Scale(now int64, took time.Duration) time.Duration {
 	if c.cpu == nil {
 		return took
 	}
