@@ -1,7 +1,6 @@
 package elastic
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,34 +9,7 @@ import (
 	"time"
 
 	"shade/calib"
-	"shade/model"
 )
-
-// MeasureOptions set up a baseline measurement.
-type MeasureOptions struct {
-	Rows   []int // batch sizes measured (default 1, 2, 4, 8)
-	Passes int   // passes per batch size; the median is kept (default 5)
-	Ctx    int   // context already in the KV cache (default 64 tokens)
-}
-
-// MeasureBaselines times every layer of m over each batch size (the device
-// profile's per-layer measurement, cost.LayerProfile, scaled by the CPU
-// share as the sensor's readings are). Engines take their baselines from
-// the device profile (BaselinesFrom) and need not call it; it is for
-// measuring a model on its own.
-func MeasureBaselines(ctx context.Context, m *model.Model, o MeasureOptions) (*Baselines, error) {
-	if len(o.Rows) == 0 {
-		o.Rows = []int{1, 2, 4, 8}
-	}
-	rows := slices.Clone(o.Rows)
-	slices.Sort(rows)
-	rows = slices.Compact(rows)
-	secs, err := cost.LayerProfile(ctx, m, cost.ProfileOptions{Rows: rows, Passes: o.Passes, Ctx: o.Ctx, CPUTime: ProcessCPUTime})
-	if err != nil {
-		return nil, err
-	}
-	return baselines(rows, secs)
-}
 
 // BaselinesFrom is the sensor's baselines from a device profile (the cost
 // model measured by shade calibrate or at start-up): its draft layers'

@@ -27,11 +27,11 @@ func TestElasticPolicy(t *testing.T) {
 	if err := e.LoadDraft(path); err != nil {
 		t.Fatal(err)
 	}
-	b, err := elastic.MeasureBaselines(context.Background(), e.Draft, elastic.MeasureOptions{Passes: 2})
+	st, err := e.ElasticStart(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := elastic.New(elastic.Config{Policy: elastic.Balanced, Baselines: b})
+	g := st.Governor(elastic.Balanced)
 	s := New(e, Options{Spec: speculate.Config{Mode: speculate.ModeChain, DraftMax: 4}, Elastic: g})
 	ts := httptestServer(t, s)
 	if p := s.sched.getPolicy(); p != PolicyElastic {
