@@ -4,7 +4,6 @@ package quant
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 )
 
@@ -96,13 +95,6 @@ func gemmPanelArm64(ks *[2][5]panelKernel, t Type, panels []byte, rb, lo, hi int
 	}
 }
 
-// armChunkBlocks is how many blocks of a tile gemmArm64 repacks at a time
-// (16 rows of them, up to 17 KiB, stay in L1 while every activation row is
-// applied).
-const armChunkBlocks = 32
-
-var armChunks = sync.Pool{New: func() any { return new([armChunkBlocks * panelRows * q8_0Bytes]byte) }}
-
 func gemmSDOT(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
 	gemmArm64(&sdotKernels, t, w, rb, r0, rows, a, i0, c, y, ys)
 }
@@ -111,69 +103,15 @@ func gemmMMLA(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 	gemmArm64(&mmlaKernels, t, w, rb, r0, rows, a, i0, c, y, ys)
 }
 
-// gemmArm64 is gemmGo on the file's layout (tiles of at most gemmRows
-// weight rows, any number of activation rows): each tile is repacked into
-// panel layout armChunkBlocks blocks at a time and computed by the panel
-// kernels, so a matrix gives the same bits repacked or not.
+// gemmArm64 is gemmGo on the file's layout (gemmChunked) through the panel
+// kernels ks.
 func gemmArm64(ks *[2][5]panelKernel, t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
-	if rows <= 0 || c <= 0 || a.nb == 0 {
-		return
-	}
-	if rows > gemmRows || (t != Q4_0 && t != Q8_0) || a.nb*t.BlockBytes() > rb || i0 < 0 || i0+c > a.n {
-		panic(fmt.Sprintf("quant: gemm tile of %d rows of %d bytes of %v, %d blocks, activation rows [%d, %d) of %d", rows, rb, t, a.nb, i0, i0+c, a.n))
-	}
 	kt, bw := &ks[typeIndexArm64(t)], t.BlockBytes()
-	_ = w[(r0+rows-1)*rb+a.nb*bw-1]
-	_ = y[(c-1)*ys+rows-1]
-	buf := armChunks.Get().(*[armChunkBlocks * panelRows * q8_0Bytes]byte)
-	defer armChunks.Put(buf)
-	// Whole tiles add into y; partial ones into tmp, panelRows activation
-	// rows at a time (the kernels compute all 16 lanes).
-	var tmp [panelRows * panelRows]float32
-	for c0 := 0; c0 < c; {
-		cc, dst, dys := c-c0, y[c0*ys:], ys
-		if rows < gemmRows {
-			cc, dst, dys = min(cc, panelRows), tmp[:], panelRows
-		}
-		for i := 0; i < cc; i++ {
-			clear(dst[i*dys : i*dys+rows])
-		}
-		for b0 := 0; b0 < a.nb; b0 += armChunkBlocks {
-			nb := min(armChunkBlocks, a.nb-b0)
-			packTile(t, w[r0*rb:], rb, rows, b0, nb, buf[:])
-			armTile(kt, buf[:], panelRows*bw, b0, nb, a, i0+c0, cc, dst, dys)
-		}
-		if rows < gemmRows {
-			for i := 0; i < cc; i++ {
-				copy(y[(c0+i)*ys:(c0+i)*ys+rows], tmp[i*panelRows:])
-			}
-		}
-		c0 += cc
-	}
-}
-
-// packTile writes blocks [b0, b0+nb) of the rows rows at w (rb bytes
-// apart) in panel layout into dst, as packPanel does for whole rows; the
-// lanes of missing rows keep whatever dst held (their outputs are dropped).
-func packTile(t Type, w []byte, rb, rows, b0, nb int, dst []byte) {
-	bw := t.BlockBytes()
-	groups, flip := (bw-2)/4, byte(0)
-	if t == Q8_0 {
-		flip = 0x80
-	}
-	for i := 0; i < rows; i++ {
-		row := w[i*rb+b0*bw : i*rb+(b0+nb)*bw]
-		for b := 0; b < nb; b++ {
-			blk := row[b*bw : (b+1)*bw]
-			out := dst[b*panelRows*bw : (b+1)*panelRows*bw]
-			out[2*i], out[2*i+1] = blk[0], blk[1]
-			for g := 0; g < groups; g++ {
-				o := out[32+64*g+4*i : 32+64*g+4*i+4]
-				s := blk[2+4*g : 6+4*g]
-				o[0], o[1], o[2], o[3] = s[0]^flip, s[1]^flip, s[2]^flip, s[3]^flip
-			}
-		}
-	}
+	gemmChunked(t, w, rb, r0, rows, a, i0, c, y, ys,
+		func(tw []byte, b0, nb int, buf []byte) { packChunk(t, tw, rb, rows, b0, nb, buf) },
+		func(buf []byte, b0, nb, i0, cc int, dst []float32, dys int) {
+			armTile(kt, buf, panelRows*bw, b0, nb, a, i0, cc, dst, dys)
+		})
 }
 
 // Implemented in q8_0_arm64.s: 8 rows (a half panel) by 1, 2 or 4

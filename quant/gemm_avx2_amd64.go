@@ -4,7 +4,6 @@ package quant
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 )
 
@@ -92,87 +91,21 @@ func gemmPanelAVX2(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y 
 	}
 }
 
-// avx2ChunkBlocks is how many blocks of a tile gemmAVX2 repacks at a time:
-// 16 rows of them (up to 17 KiB) stay in L1 while every activation row is
-// applied to them.
-const avx2ChunkBlocks = 32
-
-// avx2Chunks holds gemmAVX2's repacking buffers.
-var avx2Chunks = sync.Pool{New: func() any { return new([avx2ChunkBlocks * panelRows * q8_0Bytes]byte) }}
-
-// gemmAVX2 is gemmGo on the file's layout (tiles of at most gemmRows weight
-// rows, any number of activation rows): each tile is repacked into panel
-// layout avx2ChunkBlocks blocks at a time and computed by the panel kernels,
-// so a matrix gives the same bits repacked or not.
+// gemmAVX2 is gemmGo on the file's layout (gemmChunked): whole tiles are
+// repacked in assembly (packAVX2), partial ones by packChunk.
 func gemmAVX2(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
-	if rows <= 0 || c <= 0 || a.nb == 0 {
-		return
-	}
-	if rows > gemmRows || (t != Q4_0 && t != Q8_0) || a.nb*t.BlockBytes() > rb || i0 < 0 || i0+c > a.n {
-		panic(fmt.Sprintf("quant: gemm tile of %d rows of %d bytes of %v, %d blocks, activation rows [%d, %d) of %d", rows, rb, t, a.nb, i0, i0+c, a.n))
-	}
 	ti, bw := typeIndex(t), t.BlockBytes()
-	_ = w[(r0+rows-1)*rb+a.nb*bw-1]
-	_ = y[(c-1)*ys+rows-1]
-	buf := avx2Chunks.Get().(*[avx2ChunkBlocks * panelRows * q8_0Bytes]byte)
-	defer avx2Chunks.Put(buf)
-	// Whole tiles add into y; partial ones into tmp, tileCols activation
-	// rows at a time (the kernels compute all 16 lanes).
-	var tmp [panelRows * panelRows]float32
-	for c0 := 0; c0 < c; {
-		cc, dst, dys := c-c0, y[c0*ys:], ys
-		if rows < gemmRows {
-			cc, dst, dys = min(cc, panelRows), tmp[:], panelRows
-		}
-		for i := 0; i < cc; i++ {
-			clear(dst[i*dys : i*dys+rows])
-		}
-		for b0 := 0; b0 < a.nb; b0 += avx2ChunkBlocks {
-			nb := min(avx2ChunkBlocks, a.nb-b0)
+	gemmChunked(t, w, rb, r0, rows, a, i0, c, y, ys,
+		func(tw []byte, b0, nb int, buf []byte) {
 			if rows == gemmRows {
-				packAVX2(t, w[r0*rb:], rb, b0, nb, buf[:])
+				packAVX2(t, tw, rb, b0, nb, buf)
 			} else {
-				packChunk(t, w[r0*rb:], rb, rows, b0, nb, buf[:])
+				packChunk(t, tw, rb, rows, b0, nb, buf)
 			}
-			avx2Tile(ti, buf[:], panelRows*bw, b0, nb, a, i0+c0, cc, dst, dys, 0)
-		}
-		if rows < gemmRows {
-			for i := 0; i < cc; i++ {
-				copy(y[(c0+i)*ys:(c0+i)*ys+rows], tmp[i*panelRows:])
-			}
-		}
-		c0 += cc
-	}
-}
-
-// packChunk writes blocks [b0, b0+nb) of the rows rows at w (rb bytes
-// apart) in panel layout into dst, as packPanel does for whole rows; the
-// lanes of missing rows keep whatever dst held (their outputs are dropped).
-func packChunk(t Type, w []byte, rb, rows, b0, nb int, dst []byte) {
-	bw := t.BlockBytes()
-	for i := 0; i < rows; i++ {
-		row := w[i*rb+b0*bw : i*rb+(b0+nb)*bw]
-		if t == Q4_0 {
-			for b := 0; b < nb; b++ {
-				blk := (*[q4_0Bytes]byte)(row[b*q4_0Bytes:])
-				out := (*[panelRows * q4_0Bytes]byte)(dst[b*panelRows*q4_0Bytes:])
-				out[2*i], out[2*i+1] = blk[0], blk[1]
-				for g := 0; g < 4; g++ {
-					copy(out[32+64*g+4*i:32+64*g+4*i+4], blk[2+4*g:])
-				}
-			}
-			continue
-		}
-		for b := 0; b < nb; b++ {
-			blk := (*[q8_0Bytes]byte)(row[b*q8_0Bytes:])
-			out := (*[panelRows * q8_0Bytes]byte)(dst[b*panelRows*q8_0Bytes:])
-			out[2*i], out[2*i+1] = blk[0], blk[1]
-			for g := 0; g < 8; g++ {
-				o := out[32+64*g+4*i : 32+64*g+4*i+4]
-				o[0], o[1], o[2], o[3] = blk[2+4*g]^0x80, blk[3+4*g]^0x80, blk[4+4*g]^0x80, blk[5+4*g]^0x80
-			}
-		}
-	}
+		},
+		func(buf []byte, b0, nb, i0, cc int, dst []float32, dys int) {
+			avx2Tile(ti, buf, panelRows*bw, b0, nb, a, i0, cc, dst, dys, 0)
+		})
 }
 
 func b2i(b bool) int {

@@ -204,7 +204,7 @@ func TestAVX2GemmMatchesTwin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(67, 68))
 	const n = 37
 	for _, typ := range []Type{Q4_0, Q8_0} {
-		for _, nb := range []int{1, 3, avx2ChunkBlocks - 1, avx2ChunkBlocks, avx2ChunkBlocks + 1, 2*avx2ChunkBlocks + 5} {
+		for _, nb := range []int{1, 3, chunkBlocks - 1, chunkBlocks, chunkBlocks + 1, 2*chunkBlocks + 5} {
 			for _, mode := range avx2Modes {
 				rows := 40
 				m, _ := NewMatrix(typ, rows, nb*32, testWeightsMode(rng, typ, rows, nb, mode))
