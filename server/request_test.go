@@ -17,7 +17,7 @@ import (
 type logprobsResp struct {
 	Model   string `json:"model"`
 	Choices []struct {
-		Text     string `json:"text"`
+		Text     string                   `json:"text"`
 		Message  struct{ Content string } `json:"message"`
 		Logprobs *struct {
 			Content []struct {
