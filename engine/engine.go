@@ -222,7 +222,7 @@ type Request struct {
 	// strings (StopReason "stop"): the text ends before it, and the tokens
 	// counted are those whose text begins before that end (see Piece).
 	// Text that may be the start of a stop sequence is held back until it
-	// is known not to be.
+	// is known not to be. At most MaxStops, each at most MaxStopLen bytes.
 	Stop []string
 	// Logprobs reports each generated token's log-probability (Piece's
 	// Tokens, StepPieces); TopLogprobs (0…MaxTopLogprobs) adds that many

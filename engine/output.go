@@ -11,6 +11,13 @@ import (
 // (OpenAI's limit).
 const MaxTopLogprobs = 20
 
+// Bounds of Request.Stop: holding text back costs up to the square of a
+// stop sequence's length per token, so it is kept small.
+const (
+	MaxStops   = 16
+	MaxStopLen = 512 // bytes
+)
+
 // Token is one generated token as the output reports it.
 type Token struct {
 	ID int32
@@ -120,9 +127,15 @@ func (o *output) flush() Piece {
 // checkOutput validates a request's stop sequences and log-probability
 // settings.
 func checkOutput(r *Request) error {
+	if len(r.Stop) > MaxStops {
+		return fmt.Errorf("engine: %d stop sequences, at most %d", len(r.Stop), MaxStops)
+	}
 	for _, s := range r.Stop {
 		if s == "" {
 			return fmt.Errorf("engine: an empty stop sequence")
+		}
+		if len(s) > MaxStopLen {
+			return fmt.Errorf("engine: a stop sequence of %d bytes, at most %d", len(s), MaxStopLen)
 		}
 	}
 	if r.TopLogprobs < 0 || r.TopLogprobs > MaxTopLogprobs {

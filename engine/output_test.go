@@ -116,8 +116,10 @@ func TestStopInTheLoop(t *testing.T) {
 	if tested < 2 {
 		t.Fatalf("only %d of the stop sequences occur in %q", tested, text)
 	}
-	if _, err := e.Generate(ctx, Request{Prompt: "a", Stop: []string{""}}, func(string) error { return nil }); err == nil {
-		t.Error("an empty stop sequence accepted")
+	for _, stops := range [][]string{{""}, {strings.Repeat("x", MaxStopLen+1)}, make([]string, MaxStops+1)} {
+		if _, err := e.Generate(ctx, Request{Prompt: "a", Stop: stops}, func(string) error { return nil }); err == nil {
+			t.Errorf("%d stop sequences of %d bytes accepted", len(stops), len(stops[0]))
+		}
 	}
 }
 
@@ -209,4 +211,33 @@ func tokenIDs(ts []Token) []int32 {
 		ids[i] = t.ID
 	}
 	return ids
+}
+
+// TestLogprobsFlash: flash mode's lazy LM head computes logits only for
+// the rows the walk reaches, and those are whole rows: its logprobs are
+// plain decoding's, row by row or in one head pass.
+func TestLogprobsFlash(t *testing.T) {
+	e, err := Load(copyModel(t, "stories260K.gguf"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.LoadDraft(filepath.Join(conformanceDir, "stories260K-f16.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Prompt: "Once upon a time", MaxTokens: 30, Logprobs: true, TopLogprobs: 2, Sampling: sample.Params{Temp: 0}}
+	plain, _ := collect(t, e, r)
+	for _, cfg := range []speculate.Config{{Mode: speculate.ModeFlash}, {Mode: speculate.ModeFlash, RowByRowHead: true}} {
+		rs := r
+		rs.Spec = cfg
+		got, _ := collect(t, e, rs)
+		if len(got) != len(plain) {
+			t.Fatalf("%+v: %d tokens, plain %d", cfg, len(got), len(plain))
+		}
+		for i := range got {
+			if got[i].ID != plain[i].ID || math.Abs(float64(got[i].Logprob-plain[i].Logprob)) > 1e-4 || got[i].Top[1].ID != plain[i].Top[1].ID {
+				t.Fatalf("%+v: token %d is %+v, plain %+v", cfg, i, got[i], plain[i])
+			}
+		}
+	}
 }
