@@ -190,35 +190,9 @@ func (s *Sampler) Distribution(logits []float32) []Candidate {
 	}
 	// llama.cpp's order: the bias, then one penalties step (repetition
 	// first, then frequency and presence), then the truncations.
-	for id, b := range s.p.LogitBias {
-		if int(id) < len(cand) {
-			cand[id].Logit += b
-		}
-	}
+	s.bias(cand)
 	if s.penalized() {
-		hist := s.history[max(0, len(s.history)-s.p.RepeatLastN):]
-		if s.counts == nil {
-			s.counts = make(map[int32]int, len(hist))
-		}
-		clear(s.counts)
-		for _, t := range hist {
-			if t >= 0 && int(t) < len(cand) {
-				s.counts[t]++
-			}
-		}
-		rp := s.p.RepeatPenalty
-		if rp == 0 {
-			rp = 1
-		}
-		for t, n := range s.counts {
-			l := cand[t].Logit
-			if l > 0 {
-				l /= rp
-			} else {
-				l *= rp
-			}
-			cand[t].Logit = l - float32(n)*s.p.FrequencyPenalty - s.p.PresencePenalty
-		}
+		s.penalize(cand)
 	}
 	byLogit := func(a, b Candidate) int {
 		if a.Logit != b.Logit {
@@ -263,6 +237,45 @@ func (s *Sampler) Distribution(logits []float32) []Candidate {
 	softmax(cand, s.p.Temp)
 	s.cand = cand
 	return cand
+}
+
+// bias adds the logit bias.
+func (s *Sampler) bias(cand []Candidate) {
+	for id, b := range s.p.LogitBias {
+		if int(id) < len(cand) {
+			cand[id].Logit += b
+		}
+	}
+}
+
+// penalize applies llama.cpp's penalties step to the tokens of the last
+// RepeatLastN of the history: the repetition penalty (dividing a positive
+// logit, multiplying a negative one), then OpenAI's frequency and
+// presence penalties. cand is still indexed by token id.
+func (s *Sampler) penalize(cand []Candidate) {
+	hist := s.history[max(0, len(s.history)-s.p.RepeatLastN):]
+	if s.counts == nil {
+		s.counts = make(map[int32]int, len(hist))
+	}
+	clear(s.counts)
+	for _, t := range hist {
+		if t >= 0 && int(t) < len(cand) {
+			s.counts[t]++
+		}
+	}
+	rp := s.p.RepeatPenalty
+	if rp == 0 {
+		rp = 1
+	}
+	for t, n := range s.counts {
+		l := cand[t].Logit
+		if l > 0 {
+			l /= rp
+		} else {
+			l *= rp
+		}
+		cand[t].Logit = l - float32(n)*s.p.FrequencyPenalty - s.p.PresencePenalty
+	}
 }
 
 // topK keeps the k best candidates, sorted, by partial selection.
