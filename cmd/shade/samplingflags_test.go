@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -34,4 +37,27 @@ func TestRunStopAndSamplingFlags(t *testing.T) {
 			t.Errorf("%v accepted", flags)
 		}
 	}
+}
+
+// TestServeAlias: --alias names the model in /v1/models and responses;
+// --alias and a different --model-id are refused.
+func TestServeAlias(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	if code, _, errOut := shade(t, "serve", "-m", model, "--alias", "a", "--model-id", "b"); code == 0 || !strings.Contains(errOut, "--alias") {
+		t.Errorf("--alias a --model-id b: exit %d %q", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, code, _ := startServe(t, ctx, "-m", model, "--alias", "gpt-4o-mini")
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"id":"gpt-4o-mini"`) {
+		t.Errorf("/v1/models: %s", b)
+	}
+	cancel()
+	<-code
 }
