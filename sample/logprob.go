@@ -46,6 +46,9 @@ func Logprobs(logits []float32, tok int32, n int, top []TokenLogprob) (float32, 
 	if n <= 0 {
 		return p, top
 	}
+	// Select the n best by logit (the log-softmax keeps the order), kept
+	// sorted in top[start:] with their logits; convert them at the end.
+	start := len(top)
 	better := func(a, b TokenLogprob) int {
 		if a.Logprob != b.Logprob {
 			if a.Logprob > b.Logprob {
@@ -55,18 +58,28 @@ func Logprobs(logits []float32, tok int32, n int, top []TokenLogprob) (float32, 
 		}
 		return int(a.ID - b.ID)
 	}
-	// Partial selection of the n best, kept sorted in top[start:].
-	start := len(top)
+	worst := negInf
 	for i, l := range logits {
-		c := TokenLogprob{ID: int32(i), Logprob: lp(l)}
-		if len(top)-start == n {
-			if better(c, top[len(top)-1]) >= 0 {
-				continue
-			}
+		if l-l != 0 {
+			l = negInf
+		}
+		full := len(top)-start == n
+		if full && l <= worst { // a tie loses: its id is larger
+			continue
+		}
+		if full {
 			top = top[:len(top)-1]
 		}
+		c := TokenLogprob{ID: int32(i), Logprob: l}
 		j, _ := slices.BinarySearchFunc(top[start:], c, better)
 		top = slices.Insert(top, start+j, c)
+		if len(top)-start == n {
+			worst = top[len(top)-1].Logprob
+		}
+	}
+	for k := start; k < len(top); k++ {
+		top[k].Logprob = lp(top[k].Logprob)
 	}
 	return p, top
 }
+

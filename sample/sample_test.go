@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -315,4 +316,28 @@ func TestLogprobs(t *testing.T) {
 			t.Errorf("token %d: logprob %v, want -Inf", tok, lp)
 		}
 	}
+}
+
+// BenchmarkLogprobs is the cost of one token's log-probabilities on a
+// Llama 3 sized vocabulary, against one stochastic Distribution on the
+// same row (what every sampled token pays anyway).
+func BenchmarkLogprobs(b *testing.B) {
+	logits := make([]float32, 128256)
+	for i := range logits {
+		logits[i] = float32(math.Sin(float64(i)*0.37)) * 8
+	}
+	for _, n := range []int{0, 5, 20} {
+		b.Run(fmt.Sprintf("top%d", n), func(b *testing.B) {
+			top := make([]TokenLogprob, 0, n)
+			for b.Loop() {
+				_, top = Logprobs(logits, 7, n, top[:0])
+			}
+		})
+	}
+	b.Run("distribution", func(b *testing.B) {
+		s, _ := New(Defaults())
+		for b.Loop() {
+			s.Distribution(logits)
+		}
+	})
 }
