@@ -82,4 +82,3 @@ func Logprobs(logits []float32, tok int32, n int, top []TokenLogprob) (float32, 
 	}
 	return p, top
 }
-
