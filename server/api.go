@@ -364,7 +364,7 @@ func DecodeChat(body []byte, lim Limits, priorityHeader string) ([]chat.Message,
 	if err := decode(body, &r); err != nil {
 		return nil, params{}, err
 	}
-	if err := checkFields(body, &r); err != nil {
+	if err := checkFields(body, &r, chatFields); err != nil {
 		return nil, params{}, err
 	}
 	p, err := r.validate(lim, 0, priorityHeader)
@@ -401,7 +401,7 @@ func DecodeCompletion(body []byte, lim Limits, priorityHeader string) (string, p
 	if err := decode(body, &r); err != nil {
 		return "", params{}, err
 	}
-	if err := checkFields(body, &r); err != nil {
+	if err := checkFields(body, &r, outputFields); err != nil {
 		return "", params{}, err
 	}
 	p, err := r.validate(lim, min(16, lim.MaxTokens), priorityHeader)

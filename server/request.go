@@ -14,9 +14,13 @@ import (
 	"shade/sample"
 )
 
-// Fields that other parts of the server own (structured output, tools):
-// accepted by name here, honoured by their own code.
-var delegatedFields = []string{"response_format", "grammar", "json_schema", "tools", "tool_choice", "parallel_tool_calls"}
+// Fields that other parts of the server own (structured output on both
+// endpoints, tools on chat): accepted by name here, honoured by their own
+// code.
+var (
+	outputFields = []string{"response_format", "grammar", "json_schema"}
+	chatFields   = append([]string{"tools", "tool_choice", "parallel_tool_calls"}, outputFields...)
+)
 
 // refusedWhy says why some well-known fields this server does not
 // implement are refused; any other unknown field gets the generic message.
@@ -56,12 +60,12 @@ func jsonFields(t reflect.Type, out map[string]bool) {
 // type) does not decode and no other part of the server owns: a field the
 // server does not implement is a 400 naming it, never silently ignored. A
 // field set to null is as good as absent and passes.
-func checkFields(body []byte, v any) *APIError {
+func checkFields(body []byte, v any, delegated []string) *APIError {
 	known := map[string]bool{}
 	jsonFields(reflect.TypeOf(v).Elem(), known)
 	var unknown []string
 	topLevelFields(body, func(k string, null bool) {
-		if !known[k] && !slices.Contains(delegatedFields, k) && !null {
+		if !known[k] && !slices.Contains(delegated, k) && !null {
 			unknown = append(unknown, k)
 		}
 	})

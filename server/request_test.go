@@ -203,6 +203,7 @@ func TestFieldsHonouredOrRefused(t *testing.T) {
 		{chatURL, `{` + msg + `,"functions":[],"zzz":1}`, 400, "functions", "unsupported_parameter"},
 		{chatURL, `{` + msg + `,"frobnicate":true}`, 400, "frobnicate", "unsupported_parameter"},
 		{cmplURL, `{"prompt":"x","max_tokens":2,"top_logprobs":2}`, 400, "top_logprobs", "unsupported_parameter"},
+		{cmplURL, `{"prompt":"x","max_tokens":2,"tools":[]}`, 400, "tools", "unsupported_parameter"},
 		{chatURL, `{` + msg + `,"n":2}`, 400, "n", "invalid_value"},
 		{chatURL, `{` + msg + `,"store":true}`, 400, "store", "unsupported_parameter"},
 		{chatURL, `{` + msg + `,"presence_penalty":2.5}`, 400, "presence_penalty", "invalid_value"},
