@@ -195,6 +195,14 @@ type GenerateOptions struct {
 	MinP        float32 // 0: off
 	Seed        uint64  // sampling seed: the same seed gives the same text
 	IgnoreEOS   bool    // generate past end-of-text tokens
+	// Stop, Logprobs and the sampling fields below: see request.go.
+	Stop             []string          // end the text before the first of these (StopReason "stop")
+	RepeatPenalty    float32           // llama.cpp's, over the last 64 tokens (0 or 1: off)
+	PresencePenalty  float32           // OpenAI's, in [-2, 2] (0: off)
+	FrequencyPenalty float32           // OpenAI's, in [-2, 2] (0: off)
+	LogitBias        map[int32]float32 // added to the tokens' logits, each in [-100, 100]
+	Logprobs         bool              // fill Result.Logprobs
+	TopLogprobs      int               // with Logprobs: this many alternatives per token (≤ 20)
 }
 
 // Result describes a finished generation.
@@ -202,9 +210,12 @@ type Result struct {
 	Text            string  // everything generated
 	PromptTokens    int     // tokens in the prompt (after the chat template)
 	Tokens          int     // tokens generated
-	StopReason      string  // "eos", "length", "context" or "canceled"
+	StopReason      string  // "eos", "stop", "length", "context" or "canceled"
 	TokensPerSecond float64 // decode speed
 	AcceptanceRate  float64 // speculative decoding: accepted ÷ drafted tokens (0 without)
+	// Logprobs has one entry per generated token when GenerateOptions asks
+	// for them (see TokenLogprob).
+	Logprobs []TokenLogprob
 }
 
 // Generate continues prompt (special tokens such as <|im_start|> in it are
@@ -262,6 +273,7 @@ func (m *Model) TemplateName() string { return m.tmpl.Name() }
 func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error) (Result, error) {
 	p := sample.Params{Temp: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, RepeatPenalty: 1, RepeatLastN: 64, Seed: o.Seed}
 	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec}
+	o.apply(&req)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, err := m.e.NewSession(req, ids)
@@ -270,20 +282,22 @@ func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText 
 	}
 	defer s.Close()
 	var text []byte
-	emit := func(piece string) error {
-		text = append(text, piece...)
-		if onText != nil {
-			return onText(piece)
+	var lps []TokenLogprob
+	emit := func(piece engine.Piece) error {
+		text = append(text, piece.Text...)
+		lps = m.logprobs(lps, req, piece.Tokens)
+		if onText != nil && piece.Text != "" {
+			return onText(piece.Text)
 		}
 		return nil
 	}
 	for !s.Done() {
-		if _, err = s.Step(ctx, emit); err != nil {
+		if _, err = s.StepPieces(ctx, emit); err != nil {
 			break
 		}
 	}
 	st := s.Stats()
-	r := Result{Text: string(text), PromptTokens: st.PromptTokens, Tokens: st.GenTokens, StopReason: st.StopReason, TokensPerSecond: st.GenTPS}
+	r := Result{Text: string(text), PromptTokens: st.PromptTokens, Tokens: st.GenTokens, StopReason: st.StopReason, TokensPerSecond: st.GenTPS, Logprobs: lps}
 	if st.Spec != nil {
 		r.AcceptanceRate = st.Spec.AcceptanceRate()
 	}

@@ -228,6 +228,17 @@ type Request struct {
 	IgnoreEOS bool
 	// Spec configures speculative decoding (Mode Off: plain decoding).
 	Spec speculate.Config
+	// Stop ends generation as soon as the text contains one of these
+	// strings (StopReason "stop"): the text ends before it, and the tokens
+	// counted are those whose text begins before that end (see Piece).
+	// Text that may be the start of a stop sequence is held back until it
+	// is known not to be. At most MaxStops, each at most MaxStopLen bytes.
+	Stop []string
+	// Logprobs reports each generated token's log-probability (Piece's
+	// Tokens, StepPieces); TopLogprobs (0…MaxTopLogprobs) adds that many
+	// most likely alternatives.
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Defaults for Request fields left zero.
@@ -246,7 +257,7 @@ type Stats struct {
 	GenTPS         float64          `json:"generated_tokens_per_s"`
 	LoadDuration   time.Duration    `json:"load_ns"`
 	ResidentBytes  int64            `json:"resident_bytes"`
-	StopReason     string           `json:"stop_reason"` // "eos", "length", "context", "canceled"
+	StopReason     string           `json:"stop_reason"` // "eos", "stop" (a stop sequence), "length", "context", "canceled"
 	Spec           *speculate.Stats `json:"spec,omitempty"`
 	// Stream is what the weight streamer did during the generation (with
 	// sessions interleaved, theirs too); nil when every layer is resident.

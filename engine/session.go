@@ -29,6 +29,8 @@ type Session struct {
 	dec     *speculate.Decoder
 	detok   *tokenizer.Decoder
 	out     []int32
+	lps     []Token // the step's log-probabilities, by token of out (Request.Logprobs)
+	text    output  // stop sequences and the tokens released with the text
 	st      Stats
 	started bool
 	done    bool
@@ -48,6 +50,12 @@ type Session struct {
 func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	sampler, err := sample.New(r.Sampling)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.Sampling.CheckBias(e.Tok.VocabSize()); err != nil {
+		return nil, err
+	}
+	if err := checkOutput(&r); err != nil {
 		return nil, err
 	}
 	if prompt == nil {
@@ -109,7 +117,10 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 		dec.Prefill = r.PrefillSize
 	}
 	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
-		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats()}
+		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), text: output{stops: r.Stop}}
+	if r.Logprobs {
+		dec.OnToken(ss.onToken)
+	}
 	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt}
 	return ss, nil
 }
@@ -126,6 +137,18 @@ func (s *Session) Done() bool { return s.done }
 // (StopReason in Stats says which); after that Step does nothing. A
 // canceled ctx stops the session with StopReason "canceled" and ctx's error.
 func (s *Session) Step(ctx context.Context, emit func(text string) error) (done bool, err error) {
+	return s.StepPieces(ctx, func(p Piece) error {
+		if p.Text == "" {
+			return nil
+		}
+		return emit(p.Text)
+	})
+}
+
+// StepPieces is Step passing each piece of text with the tokens it
+// releases (and their log-probabilities if the Request asks for them);
+// a piece may have tokens and no text.
+func (s *Session) StepPieces(ctx context.Context, emit func(Piece) error) (done bool, err error) {
 	if s.done {
 		return true, nil
 	}
@@ -152,25 +175,31 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 	t0 := time.Now()
 	s.stepStart = t0
 	defer s.countStep()
+	s.lps = s.lps[:0]
 	if s.out, err = s.dec.Step(s.out[:0]); err != nil {
 		s.finish()
 		return true, err
 	}
 	r := &s.r
-	for _, next := range s.out {
+	for i, next := range s.out {
 		if !r.IgnoreEOS && s.e.Tok.IsEOG(next) {
 			s.st.StopReason = "eos"
 			return true, s.end(emit)
 		}
 		s.st.Tokens = append(s.st.Tokens, next)
-		s.st.GenTokens++
-		if text := s.detok.Add(next); text != "" {
-			if err := emit(text); err != nil {
-				s.finish()
-				return true, err
-			}
+		tok := Token{ID: next}
+		if i < len(s.lps) {
+			tok = s.lps[i]
 		}
-		if r.MaxTokens > 0 && s.st.GenTokens >= r.MaxTokens {
+		p, stopped := s.text.add(s.detok.Add(next), &tok)
+		if err := s.release(p, emit); err != nil {
+			s.finish()
+			return true, err
+		}
+		if stopped {
+			return true, s.stopOnSequence()
+		}
+		if r.MaxTokens > 0 && len(s.st.Tokens) >= r.MaxTokens {
 			s.st.StopReason = "length"
 			return true, s.end(emit)
 		}
@@ -181,9 +210,27 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 	return false, nil
 }
 
+// release passes a piece on and counts its tokens as generated.
+func (s *Session) release(p Piece, emit func(Piece) error) error {
+	s.st.GenTokens = s.text.released
+	if p.Text == "" && len(p.Tokens) == 0 {
+		return nil
+	}
+	return emit(p)
+}
+
+// stopOnSequence ends a session whose text reached a stop sequence: the
+// tokens past the returned text are not generated tokens.
+func (s *Session) stopOnSequence() error {
+	s.st.StopReason = "stop"
+	s.st.Tokens = s.st.Tokens[:s.text.released]
+	s.finish()
+	return nil
+}
+
 // stopped checks the limits that hold before a step: max tokens and a full context.
 func (s *Session) stopped() bool {
-	if s.r.MaxTokens > 0 && s.st.GenTokens >= s.r.MaxTokens {
+	if s.r.MaxTokens > 0 && len(s.st.Tokens) >= s.r.MaxTokens {
 		s.st.StopReason = "length"
 		return true
 	}
@@ -194,11 +241,17 @@ func (s *Session) stopped() bool {
 	return false
 }
 
-// end flushes the detokenizer and finishes.
-func (s *Session) end(emit func(string) error) error {
-	var err error
-	if text := s.detok.Flush(); text != "" {
-		err = emit(text)
+// end flushes the detokenizer and the held-back text, and finishes. The
+// flushed bytes may still complete a stop sequence.
+func (s *Session) end(emit func(Piece) error) error {
+	p, stopped := s.text.add(s.detok.Flush(), nil)
+	err := s.release(p, emit)
+	if stopped {
+		s.stopOnSequence()
+		return err
+	}
+	if err == nil {
+		err = s.release(s.text.flush(), emit)
 	}
 	s.finish()
 	return err

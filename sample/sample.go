@@ -1,6 +1,7 @@
 // Package sample owns turning logits into tokens: greedy choice, and
-// seeded stochastic sampling with llama.cpp's processor chain (repetition
-// penalty, top-k, top-p, min-p, temperature) so that the same seed always
+// seeded stochastic sampling with llama.cpp's processor chain (logit bias,
+// the repetition, frequency and presence penalties, top-k, top-p, min-p,
+// temperature) so that the same seed always
 // gives the same tokens. Speculative verification uses Distribution to get
 // the exact probabilities a Sampler draws from.
 package sample
@@ -19,8 +20,18 @@ type Params struct {
 	TopP          float32 // ≥ 1 or ≤ 0: off
 	MinP          float32 // ≤ 0: off
 	RepeatPenalty float32 // 1 or 0: off
-	RepeatLastN   int     // tokens of history the penalty looks at (default 64)
-	Seed          uint64
+	RepeatLastN   int     // tokens of history the penalties look at (default 64)
+	// FrequencyPenalty and PresencePenalty are OpenAI's: a token's logit
+	// loses FrequencyPenalty × its count in the last RepeatLastN tokens,
+	// and PresencePenalty once if it occurs there at all (llama.cpp's
+	// window, so the prompt's last tokens count too). 0: off; in [-2, 2].
+	FrequencyPenalty float32
+	PresencePenalty  float32
+	// LogitBias is added to the logits of its tokens before anything else
+	// (OpenAI's logit_bias); each bias in [-100, 100]. Ids outside the
+	// vocabulary are an error of New's caller to catch (CheckBias).
+	LogitBias map[int32]float32
+	Seed      uint64
 }
 
 // Defaults are llama.cpp's sampling defaults.
@@ -45,6 +56,29 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sample: top-k %d is negative", p.TopK)
 	case p.RepeatLastN < 0:
 		return fmt.Errorf("sample: repeat-last-n %d is negative", p.RepeatLastN)
+	case !(p.FrequencyPenalty >= -2 && p.FrequencyPenalty <= 2):
+		return fmt.Errorf("sample: frequency penalty %v out of range [-2, 2]", p.FrequencyPenalty)
+	case !(p.PresencePenalty >= -2 && p.PresencePenalty <= 2):
+		return fmt.Errorf("sample: presence penalty %v out of range [-2, 2]", p.PresencePenalty)
+	}
+	for id, b := range p.LogitBias {
+		if id < 0 {
+			return fmt.Errorf("sample: logit bias for token %d: ids are not negative", id)
+		}
+		if !(b >= -100 && b <= 100) {
+			return fmt.Errorf("sample: logit bias %v for token %d out of range [-100, 100]", b, id)
+		}
+	}
+	return nil
+}
+
+// CheckBias reports a logit bias for a token outside a vocabulary of the
+// given size.
+func (p Params) CheckBias(vocab int) error {
+	for id := range p.LogitBias {
+		if int(id) >= vocab {
+			return fmt.Errorf("sample: logit bias for token %d: the vocabulary has %d tokens", id, vocab)
+		}
 	}
 	return nil
 }
@@ -66,6 +100,7 @@ type Sampler struct {
 	rng     *rand.Rand
 	history []int32
 	cand    []Candidate
+	counts  map[int32]int // scratch of Distribution's penalties
 }
 
 // New returns a Sampler; invalid parameters are an error.
@@ -111,7 +146,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if len(logits) == 0 {
 		return 0
 	}
-	if s.p.Greedy() && !s.penalized() {
+	if s.p.Greedy() && !s.penalized() && len(s.p.LogitBias) == 0 {
 		return Argmax(logits)
 	}
 	cand := s.Distribution(logits)
@@ -130,7 +165,10 @@ func (s *Sampler) Sample(logits []float32) int32 {
 }
 
 func (s *Sampler) penalized() bool {
-	return s.p.RepeatPenalty != 0 && s.p.RepeatPenalty != 1 && len(s.history) > 0
+	if len(s.history) == 0 {
+		return false
+	}
+	return s.p.RepeatPenalty != 0 && s.p.RepeatPenalty != 1 || s.p.FrequencyPenalty != 0 || s.p.PresencePenalty != 0
 }
 
 // Distribution applies the processor chain to logits and returns the
@@ -150,20 +188,11 @@ func (s *Sampler) Distribution(logits []float32) []Candidate {
 	if len(cand) == 0 {
 		return cand
 	}
+	// llama.cpp's order: the bias, then one penalties step (repetition
+	// first, then frequency and presence), then the truncations.
+	s.bias(cand)
 	if s.penalized() {
-		hist := s.history[max(0, len(s.history)-s.p.RepeatLastN):]
-		seen := make(map[int32]bool, len(hist))
-		for _, t := range hist {
-			if t < 0 || int(t) >= len(cand) || seen[t] {
-				continue
-			}
-			seen[t] = true
-			if l := cand[t].Logit; l > 0 {
-				cand[t].Logit = l / s.p.RepeatPenalty
-			} else {
-				cand[t].Logit = l * s.p.RepeatPenalty
-			}
-		}
+		s.penalize(cand)
 	}
 	byLogit := func(a, b Candidate) int {
 		if a.Logit != b.Logit {
@@ -208,6 +237,45 @@ func (s *Sampler) Distribution(logits []float32) []Candidate {
 	softmax(cand, s.p.Temp)
 	s.cand = cand
 	return cand
+}
+
+// bias adds the logit bias.
+func (s *Sampler) bias(cand []Candidate) {
+	for id, b := range s.p.LogitBias {
+		if int(id) < len(cand) {
+			cand[id].Logit += b
+		}
+	}
+}
+
+// penalize applies llama.cpp's penalties step to the tokens of the last
+// RepeatLastN of the history: the repetition penalty (dividing a positive
+// logit, multiplying a negative one), then OpenAI's frequency and
+// presence penalties. cand is still indexed by token id.
+func (s *Sampler) penalize(cand []Candidate) {
+	hist := s.history[max(0, len(s.history)-s.p.RepeatLastN):]
+	if s.counts == nil {
+		s.counts = make(map[int32]int, len(hist))
+	}
+	clear(s.counts)
+	for _, t := range hist {
+		if t >= 0 && int(t) < len(cand) {
+			s.counts[t]++
+		}
+	}
+	rp := s.p.RepeatPenalty
+	if rp == 0 {
+		rp = 1
+	}
+	for t, n := range s.counts {
+		l := cand[t].Logit
+		if l > 0 {
+			l /= rp
+		} else {
+			l *= rp
+		}
+		cand[t].Logit = l - float32(n)*s.p.FrequencyPenalty - s.p.PresencePenalty
+	}
 }
 
 // topK keeps the k best candidates, sorted, by partial selection.

@@ -177,6 +177,19 @@ type common struct {
 	Priority *string `json:"priority"`
 	// IgnoreEOS (llama.cpp's extension) generates past end-of-text tokens.
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Sampling beyond temperature and top_p: OpenAI's penalties and bias,
+	// llama-server's top_k, min_p and repeat_penalty (see request.go).
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	TopK             *int               `json:"top_k"`
+	MinP             *float64           `json:"min_p"`
+	RepeatPenalty    *float64           `json:"repeat_penalty"`
+	// Metadata that changes nothing here (see request.go): user and
+	// metadata are accepted and ignored; store may only be false.
+	User     *string         `json:"user"`
+	Metadata json.RawMessage `json:"metadata"`
+	Store    *bool           `json:"store"`
 }
 
 // ChatRequest is the body of POST /v1/chat/completions.
@@ -186,18 +199,27 @@ type ChatRequest struct {
 		Role    string  `json:"role"`
 		Content content `json:"content"`
 	} `json:"messages"`
+	// Logprobs and TopLogprobs are OpenAI's (request.go).
+	Logprobs    *bool `json:"logprobs"`
+	TopLogprobs *int  `json:"top_logprobs"`
 }
 
 // CompletionRequest is the body of POST /v1/completions.
 type CompletionRequest struct {
 	common
 	Prompt *promptField `json:"prompt"`
+	// Logprobs is the legacy API's: the number of alternatives per token.
+	Logprobs *int    `json:"logprobs"`
+	Echo     *bool   `json:"echo"`
+	Suffix   *string `json:"suffix"`
+	BestOf   *int    `json:"best_of"`
 }
 
 // Limits bound what a request may ask for.
 type Limits struct {
 	MaxTokens int // largest max_tokens accepted (the context size)
 	MaxStop   int // most stop strings (OpenAI: 4)
+	Vocab     int // the vocabulary's size, for logit_bias (0: not checked here)
 }
 
 // decode parses a JSON body into v, turning every failure into a 400 that
@@ -266,10 +288,13 @@ type params struct {
 	includeUsage bool
 	ignoreEOS    bool
 	priority     Priority
+	sampling     sampling
+	logprobs     bool
+	topLogprobs  int
 }
 
-func (c *common) validate(lim Limits, defaultMax int, header string) (params, *APIError) {
-	p := params{model: c.Model, temp: 1, topP: 1, seed: c.Seed, stream: c.Stream, maxTokens: defaultMax, ignoreEOS: c.IgnoreEOS}
+func (c *common) validate(lim Limits, defaultMax int, header string) (p params, err *APIError) {
+	p = params{model: c.Model, temp: 1, topP: 1, seed: c.Seed, stream: c.Stream, maxTokens: defaultMax, ignoreEOS: c.IgnoreEOS}
 	if c.StreamOptions != nil {
 		if !c.Stream {
 			return p, badRequest("stream_options", "", "stream_options is only allowed when stream is true")
@@ -324,7 +349,10 @@ func (c *common) validate(lim Limits, defaultMax int, header string) (params, *A
 		}
 	}
 	p.priority = prio
-	return p, nil
+	if p.sampling, err = c.validateSampling(lim); err != nil {
+		return p, err
+	}
+	return p, c.validateMetadata()
 }
 
 // roles a chat message may have ("developer" is OpenAI's newer name for system).
@@ -336,8 +364,14 @@ func DecodeChat(body []byte, lim Limits, priorityHeader string) ([]chat.Message,
 	if err := decode(body, &r); err != nil {
 		return nil, params{}, err
 	}
+	if err := checkFields(body, &r, chatFields); err != nil {
+		return nil, params{}, err
+	}
 	p, err := r.validate(lim, 0, priorityHeader)
 	if err != nil {
+		return nil, p, err
+	}
+	if err := r.validateLogprobs(&p); err != nil {
 		return nil, p, err
 	}
 	if r.Messages == nil {
@@ -367,8 +401,14 @@ func DecodeCompletion(body []byte, lim Limits, priorityHeader string) (string, p
 	if err := decode(body, &r); err != nil {
 		return "", params{}, err
 	}
+	if err := checkFields(body, &r, outputFields); err != nil {
+		return "", params{}, err
+	}
 	p, err := r.validate(lim, min(16, lim.MaxTokens), priorityHeader)
 	if err != nil {
+		return "", p, err
+	}
+	if err := r.validateLegacy(&p); err != nil {
 		return "", p, err
 	}
 	if r.Prompt == nil {

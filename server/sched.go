@@ -58,6 +58,7 @@ type job struct {
 
 	mu       sync.Mutex
 	text     strings.Builder // text not yet taken by the handler
+	toks     []engine.Token  // the tokens released with it
 	firstAt  time.Time
 	finished bool
 	stats    engine.Stats
@@ -77,13 +78,14 @@ func (j *job) signal() {
 	}
 }
 
-// emit is the session's text callback: it never blocks on the client.
-func (j *job) emit(s string) error {
+// emit is the session's output callback: it never blocks on the client.
+func (j *job) emit(p engine.Piece) error {
 	j.mu.Lock()
-	if j.firstAt.IsZero() {
+	if j.firstAt.IsZero() && p.Text != "" {
 		j.firstAt = time.Now()
 	}
-	j.text.WriteString(s)
+	j.text.WriteString(p.Text)
+	j.toks = append(j.toks, p.Tokens...)
 	j.mu.Unlock()
 	j.signal()
 	return nil
@@ -100,11 +102,18 @@ func (j *job) finish(st engine.Stats, err error) {
 // take returns the text produced since the last call and, once the job
 // has ended, its stats and error.
 func (j *job) take() (text string, finished bool, st engine.Stats, err error) {
+	text, _, finished, st, err = j.takeTokens()
+	return text, finished, st, err
+}
+
+// takeTokens is take with the tokens released with the text.
+func (j *job) takeTokens() (text string, toks []engine.Token, finished bool, st engine.Stats, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	text = j.text.String()
+	text, toks = j.text.String(), j.toks
 	j.text.Reset()
-	return text, j.finished, j.stats, j.err
+	j.toks = nil
+	return text, toks, j.finished, j.stats, j.err
 }
 
 // scheduler runs generations one step at a time on one goroutine: the
@@ -330,7 +339,7 @@ func (s *scheduler) step(j *job) {
 		}
 		j.sess = sess
 	}
-	done, err := j.sess.Step(j.ctx, j.emit)
+	done, err := j.sess.StepPieces(j.ctx, j.emit)
 	if j.prio == Background && s.gov != nil {
 		s.govObs.observe(s.m, s.gov)
 	}

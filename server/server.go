@@ -38,7 +38,10 @@ import (
 
 // Options configure a Server. Zero values take the defaults shown.
 type Options struct {
-	ModelID      string           // id in /v1/models and responses (default: the model file's base name)
+	// ModelID is the id in /v1/models and in responses (default: the model
+	// file's base name; shade serve --alias sets it). Requests may name any
+	// model: the server has one, and answers with it.
+	ModelID      string
 	APIKey       string           // if set, every endpoint but /health needs "Authorization: Bearer KEY"
 	QueueSize    int              // generation requests waiting or running at once (default 16); more get 429
 	MaxBodyBytes int64            // request body limit (default 4 MiB); larger bodies get 413
@@ -134,7 +137,7 @@ func New(e *engine.Engine, opt Options) *Server {
 		}
 		return 0
 	}), created: time.Now().Unix(),
-		lim: Limits{MaxTokens: opt.Ctx, MaxStop: 4}}
+		lim: Limits{MaxTokens: opt.Ctx, MaxStop: 4, Vocab: e.Tok.VocabSize()}}
 	s.adm = newAdmission(opt.BodyBudget, opt.MaxPreparing)
 	s.allowedHosts, s.corsOrigins = map[string]bool{}, map[string]bool{}
 	for _, h := range opt.AllowedHosts {
@@ -406,9 +409,6 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if aerr != nil {
 			return generation{}, aerr
 		}
-		if p.model != "" && p.model != s.opt.ModelID {
-			return generation{}, s.unknownModel(p.model)
-		}
 		rendered, err := s.tmpl.RenderPrompt(msgs, true)
 		if err != nil {
 			return generation{}, badRequest("messages", "invalid_value", "%v", err)
@@ -429,9 +429,6 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) *APIEr
 		text, p, aerr := DecodeCompletion(body, s.lim, r.Header.Get(PriorityHeader))
 		if aerr != nil {
 			return generation{}, aerr
-		}
-		if p.model != "" && p.model != s.opt.ModelID {
-			return generation{}, s.unknownModel(p.model)
 		}
 		if aerr := s.fits(text, "prompt"); aerr != nil {
 			return generation{}, aerr
@@ -537,7 +534,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 		Sampling:  sample.Params{Temp: float32(g.p.temp), TopP: float32(g.p.topP), RepeatPenalty: 1, RepeatLastN: 64, Seed: seed},
 		Spec:      s.opt.Spec,
 		IgnoreEOS: g.p.ignoreEOS,
+		Stop:      g.p.stop,
+		Logprobs:  g.p.logprobs, TopLogprobs: g.p.topLogprobs,
 	}
+	g.p.sampling.apply(&req.Sampling)
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = s.opt.Ctx // until the context is full
 	}
@@ -573,63 +573,55 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request, j *job) bool {
 	}
 }
 
-// drain waits for a job that was told to stop (stop sequence) to end.
-func (s *Server) drain(w http.ResponseWriter, r *http.Request, j *job) (engine.Stats, bool) {
-	for {
-		_, finished, st, _ := j.take()
-		if finished {
-			return st, true
-		}
-		if !s.wait(w, r, j) {
-			return st, false
-		}
-	}
-}
-
 func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generation) *APIError {
 	var out strings.Builder
-	stop := stopper{stops: g.p.stop}
+	var toks []engine.Token
 	var st engine.Stats
-	reason := ""
-	for reason == "" {
+	for {
 		if !s.wait(w, r, j) {
 			return nil // the client is gone
 		}
-		text, finished, jst, err := j.take()
-		piece, stopped := stop.add(text)
-		out.WriteString(piece)
-		switch {
-		case stopped:
-			j.cancel()
-			var ok bool
-			if st, ok = s.drain(w, r, j); !ok {
-				return nil
-			}
-			reason = "stop"
-		case finished && err != nil:
+		text, tk, finished, jst, err := j.takeTokens()
+		out.WriteString(text)
+		toks = append(toks, tk...)
+		if finished && err != nil {
 			return s.genError(err)
-		case finished:
-			out.WriteString(stop.flush())
-			st, reason = jst, finishReason(jst.StopReason)
+		}
+		if finished {
+			st = jst
+			break
 		}
 	}
+	reason := finishReason(st.StopReason)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
 	u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
 	if g.chat {
 		writeJSON(w, map[string]any{
 			"id": g.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
 			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": out.String()},
-				"logprobs": nil, "finish_reason": reason}},
+				"logprobs": s.logprobs(g, toks), "finish_reason": reason}},
 			"usage": u, "system_fingerprint": "shade",
 		})
 	} else {
 		writeJSON(w, map[string]any{
 			"id": g.id, "object": "text_completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
-			"choices": []any{map[string]any{"index": 0, "text": out.String(), "logprobs": nil, "finish_reason": reason}},
+			"choices": []any{map[string]any{"index": 0, "text": out.String(), "logprobs": s.logprobs(g, toks), "finish_reason": reason}},
 			"usage":   u, "system_fingerprint": "shade",
 		})
 	}
 	return nil
+}
+
+// logprobs is a choice's logprobs object for toks, in the endpoint's
+// shape; nil when the request did not ask for them.
+func (s *Server) logprobs(g generation, toks []engine.Token) any {
+	switch {
+	case !g.p.logprobs:
+		return nil
+	case g.chat:
+		return s.chatLogprobs(toks)
+	}
+	return s.completionLogprobs(toks)
 }
 
 func (s *Server) genError(err error) *APIError {
@@ -660,7 +652,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 		}
 		return rc.Flush() == nil
 	}
-	chunk := func(text string, reason any, first bool) map[string]any {
+	chunk := func(text string, toks []engine.Token, reason any, first bool) map[string]any {
+		var lp any
+		if len(toks) > 0 {
+			lp = s.logprobs(g, toks)
+		}
 		if g.chat {
 			delta := map[string]any{}
 			if first {
@@ -671,11 +667,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			}
 			return map[string]any{"id": g.id, "object": "chat.completion.chunk", "created": created, "model": s.opt.ModelID,
 				"system_fingerprint": "shade",
-				"choices":            []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": reason}}}
+				"choices":            []any{map[string]any{"index": 0, "delta": delta, "logprobs": lp, "finish_reason": reason}}}
 		}
 		return map[string]any{"id": g.id, "object": "text_completion", "created": created, "model": s.opt.ModelID,
 			"system_fingerprint": "shade",
-			"choices":            []any{map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": reason}}}
+			"choices":            []any{map[string]any{"index": 0, "text": text, "logprobs": lp, "finish_reason": reason}}}
 	}
 	gone := func() { s.sched.abandon(j); markGone(w) }
 	done := func() {
@@ -684,30 +680,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			markGone(w)
 		}
 	}
-	if g.chat && !send(chunk("", nil, true)) {
+	if g.chat && !send(chunk("", nil, nil, true)) {
 		gone()
 		return
 	}
-	stop := stopper{stops: g.p.stop}
 	for {
 		if !s.wait(w, r, j) {
 			return
 		}
-		text, finished, st, err := j.take()
-		piece, stopped := stop.add(text)
-		if piece != "" && !send(chunk(piece, nil, false)) {
+		text, toks, finished, st, err := j.takeTokens()
+		if (text != "" || len(toks) > 0) && !send(chunk(text, toks, nil, false)) {
 			gone()
 			return
 		}
 		reason := ""
 		switch {
-		case stopped:
-			j.cancel()
-			var ok bool
-			if st, ok = s.drain(w, r, j); !ok {
-				return
-			}
-			reason = "stop"
 		case finished && err != nil:
 			// The status is sent already: the error is an event, and the
 			// stream still ends as streams end, so that clients stop reading.
@@ -719,22 +706,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			done()
 			return
 		case finished:
-			if rest := stop.flush(); rest != "" && !send(chunk(rest, nil, false)) {
-				gone()
-				return
-			}
 			reason = finishReason(st.StopReason)
 		}
 		if reason == "" {
 			continue
 		}
-		if !send(chunk("", reason, false)) {
+		if !send(chunk("", nil, reason, false)) {
 			markGone(w)
 			return
 		}
 		if g.p.includeUsage {
 			u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
-			c := chunk("", nil, false)
+			c := chunk("", nil, nil, false)
 			c["choices"] = []any{}
 			c["usage"] = u
 			if !send(c) {

@@ -205,6 +205,15 @@ func (d *Decoder) forward(b model.Batch) error {
 	return d.target.RunLayers(0, d.target.Model().Config.Layers, d.targetHook)
 }
 
+// OnToken makes f see every token a step produces, in order, with the
+// target's logits of the verify row the token was chosen from: the
+// model's own logits, before any sampling processor, whichever strategy
+// drafted and whatever was pruned (every row a walk reaches has its full
+// row of logits computed, lazy head or not). It is how log-probabilities
+// are reported without a second forward pass; logits is only valid
+// during the call. nil turns it off.
+func (d *Decoder) OnToken(f func(logits []float32, token int32)) { d.verify.onToken = f }
+
 // Stats returns the counters so far.
 func (d *Decoder) Stats() Stats {
 	st := d.stats

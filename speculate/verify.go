@@ -24,6 +24,9 @@ type verifier struct {
 	// candidates at all. Pruning drops a node with every later draw of its
 	// parent, so the children left stay a prefix of the draws.
 	skip []bool
+	// onToken, if set, sees every token the walk produces with the
+	// target's logits of the row it was chosen from (Decoder.OnToken).
+	onToken func(logits []float32, token int32)
 }
 
 func newVerifier(s *sample.Sampler, vocab int) *verifier {
@@ -53,6 +56,13 @@ func (v *verifier) walk(t *Tree, logits func(row int) ([]float32, error), path [
 			next, bonus = v.greedy(t, l)
 		} else {
 			next, bonus = v.stochastic(t, l)
+		}
+		if v.onToken != nil {
+			tok := bonus
+			if next >= 0 {
+				tok = t.Tokens[next]
+			}
+			v.onToken(l, tok)
 		}
 		if next < 0 {
 			return path, bonus, nil

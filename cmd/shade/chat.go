@@ -36,8 +36,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sf := addSpecFlags(fs, true)
 	system := fs.String("system", "", "system prompt")
 	n := fs.Int("n", 512, "most tokens per reply")
-	temp := fs.Float64("temp", 0.8, "sampling temperature; 0 is greedy")
-	topP := fs.Float64("top-p", 0.95, "nucleus sampling threshold (1: off)")
+	smp := addSamplingFlags(fs, sample.Params{Temp: 0.8, TopP: 0.95, RepeatPenalty: 1})
 	seed := fs.Int64("seed", -1, "random seed (-1: a random one)")
 	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
@@ -56,14 +55,13 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	params := sample.Params{Temp: float32(*temp), TopP: float32(*topP), RepeatPenalty: 1, RepeatLastN: 64}
-	if err := params.Validate(); err != nil {
-		return err
-	}
 	if *seed < 0 {
 		*seed = int64(rand.Uint32())
 	}
-	params.Seed = uint64(*seed)
+	params, err := smp.params(uint64(*seed))
+	if err != nil {
+		return err
+	}
 	e, err := openEngine(ctx, *modelPath, engine.Options{Threads: *threads, Draft: *sf.draft, Spec: cfg.Mode, Ctx: *ctxSize}, stderr)
 	if err != nil {
 		return err

@@ -22,12 +22,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prompt := fs.String("p", "", "the prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
 	n := fs.Int("n", 128, "maximum tokens to generate (≤ 0: until end of text or a full context)")
-	def := sample.Defaults()
-	temp := fs.Float64("temp", shortFloat(def.Temp), "sampling temperature; 0 is greedy")
-	topK := fs.Int("top-k", def.TopK, "keep the K most likely tokens (0: off)")
-	topP := fs.Float64("top-p", shortFloat(def.TopP), "keep the smallest set of tokens whose probability reaches P (1: off)")
-	minP := fs.Float64("min-p", shortFloat(def.MinP), "drop tokens less likely than P × the most likely (0: off)")
-	repeat := fs.Float64("repeat-penalty", shortFloat(def.RepeatPenalty), "penalize the last 64 tokens by this factor (1: off)")
+	smp := addSamplingFlags(fs, sample.Defaults())
+	var stops stopFlag
+	fs.Var(&stops, "stop", "stop generating as soon as the text contains `TEXT` (repeatable; \\n is a newline); the text ends before it")
 	seed := fs.Int64("seed", -1, "random seed (-1: a random one, printed in the stats)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
@@ -58,11 +55,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *seed < 0 {
 		*seed = int64(rand.Uint32())
 	}
-	params := sample.Params{
-		Temp: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
-		RepeatPenalty: float32(*repeat), RepeatLastN: 64, Seed: uint64(*seed),
-	}
-	if err := params.Validate(); err != nil {
+	params, err := smp.params(uint64(*seed))
+	if err != nil {
 		return err
 	}
 	specCfg, err := sf.config()
@@ -97,7 +91,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
-		Spec: specCfg,
+		Spec: specCfg, Stop: stops,
 	}
 	var ar *engine.Stats
 	if *compareAR && mode != speculate.ModeOff {

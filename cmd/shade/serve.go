@@ -19,7 +19,7 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve -m MODEL.gguf [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
+	fs := newFlagSet("serve", "serve -m MODEL.gguf [--alias NAME] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
 	sf := addSpecFlags(fs, true)
 	bf := addBudgetFlags(fs)
@@ -30,7 +30,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	queue := fs.Int("queue", 16, "generation requests waiting or running at once; more get 429")
 	ctxSize := fs.Int("ctx", 0, "context size in tokens per request (0: the model's, at most 4096)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
-	modelID := fs.String("model-id", "", "model id in the API (default: the file's base name)")
+	modelID := fs.String("model-id", "", "model id in the API (default: the file's base name); the same as --alias")
+	alias := fs.String("alias", "", "the `name` /v1/models lists and responses carry (llama-server's --alias; default: the file's base name). Requests may name any model: there is one")
 	template := fs.String("template", "", "chat template: llama-2, llama-3 or chatml instead of the file's own")
 	var allowedHosts, corsOrigins stringList
 	fs.Var(&allowedHosts, "allowed-host", "a host `name` requests may address the server by, besides localhost and the address served (repeatable; * allows any)")
@@ -42,6 +43,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := needModelOnly(fs, pos, *modelPath); err != nil {
 		return err
+	}
+	if *alias != "" {
+		if *modelID != "" && *modelID != *alias {
+			return fmt.Errorf("--alias %q and --model-id %q both name the model: use one", *alias, *modelID)
+		}
+		*modelID = *alias
 	}
 	if *port < 0 || *port > 65535 || *queue < 1 {
 		return fmt.Errorf("--port must be in [0, 65535] and --queue at least 1")

@@ -48,7 +48,7 @@ assert.equal(ctext, cmpl.choices[0].text);
 console.log("ok completions", JSON.stringify(ctext));
 
 // Errors arrive as the client's typed errors.
-await assert.rejects(client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] }),
+await assert.rejects(client.models.retrieve("no-such-model"),
   (e) => e instanceof OpenAI.NotFoundError && e.code === "model_not_found");
 await assert.rejects(client.chat.completions.create({ model: id, messages: [] }),
   (e) => e instanceof OpenAI.BadRequestError && e.param === "messages");
