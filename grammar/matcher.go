@@ -2,6 +2,8 @@ package grammar
 
 import (
 	"fmt"
+
+	"shade/sample"
 )
 
 // Matcher follows one generation through a grammar: Mask says which
@@ -118,11 +120,15 @@ func (m *Matcher) Accept(tok int32) {
 	if m.err != nil {
 		return
 	}
+	v := m.sh.v
 	if m.done {
-		m.err = fmt.Errorf("grammar: token %d after the end of generation", tok)
+		// Speculation may verify past the end; only more ends are allowed
+		// there, and the generation stops at the first.
+		if !v.isEOG(tok) {
+			m.err = fmt.Errorf("grammar: token %d after the end of generation", tok)
+		}
 		return
 	}
-	v := m.sh.v
 	if tok < 0 || int(tok) >= v.n {
 		m.err = fmt.Errorf("grammar: token %d out of range [0, %d)", tok, v.n)
 		return
@@ -302,3 +308,7 @@ func (m *Matcher) Shortest() []byte {
 	}
 	return out
 }
+
+// CloneConstraint is Clone as a sample.Constraint: speculative drafting
+// follows the grammar down every path of a draft tree with it.
+func (m *Matcher) CloneConstraint() sample.Constraint { return m.Clone() }
