@@ -537,9 +537,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 		Sampling:  sample.Params{Temp: float32(g.p.temp), TopP: float32(g.p.topP), RepeatPenalty: 1, RepeatLastN: 64, Seed: seed},
 		Spec:      s.opt.Spec,
 		IgnoreEOS: g.p.ignoreEOS,
+		Grammar:   g.p.grammar,
 	}
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = s.opt.Ctx // until the context is full
+	}
+	if aerr := s.grammarBudget(req, len(g.prompt)); aerr != nil {
+		return aerr
 	}
 	j := newJob(r.Context(), g.p.priority, req, g.prompt)
 	if err := s.sched.submit(j); err != nil {
