@@ -59,6 +59,9 @@ func TestGrammarOutputValidatesWithAnyWeights(t *testing.T) {
 						for _, tok := range st.Tokens {
 							raw = append(raw, e.Tok.TokenBytes(tok)...)
 						}
+						if st.StopReason != "eos" {
+							t.Errorf("a complete output stopped with %q", st.StopReason)
+						}
 						if string(raw) != text.String() {
 							t.Fatalf("text %q is not the tokens' bytes %q", text.String(), raw)
 						}
