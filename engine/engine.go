@@ -19,6 +19,7 @@ import (
 	"shade/cost"
 	"shade/elastic"
 	"shade/gguf"
+	"shade/grammar"
 	"shade/model"
 	"shade/panelcache"
 	"shade/sample"
@@ -239,6 +240,11 @@ type Request struct {
 	// most likely alternatives.
 	Logprobs    bool
 	TopLogprobs int
+	// Grammar, if set, constrains the output to its matches: the output
+	// always ends complete (within MaxTokens and the context), and it
+	// ends at an end-of-generation token once the grammar is complete
+	// (IgnoreEOS does not apply).
+	Grammar *grammar.Grammar
 }
 
 // Defaults for Request fields left zero.

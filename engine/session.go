@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"shade/grammar"
 	"shade/model"
 	"shade/sample"
 	"shade/speculate"
@@ -39,7 +40,8 @@ type Session struct {
 	// a Step that finishes the session counts its own time in before the
 	// final stats are taken.
 	stepStart time.Time
-	stream0   *weights.Stats // the streamer's counters when the session began
+	stream0   *weights.Stats   // the streamer's counters when the session began
+	matcher   *grammar.Matcher // the request's grammar, followed (nil: none)
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -162,6 +164,10 @@ func (s *Session) StepPieces(ctx context.Context, emit func(Piece) error) (done 
 		for _, t := range s.prompt {
 			s.sampler.Accept(t)
 		}
+		if err := s.startGrammar(); err != nil {
+			s.finish()
+			return true, err
+		}
 		t0 := time.Now()
 		if err := s.dec.Start(s.prompt); err != nil {
 			s.finish()
@@ -180,9 +186,13 @@ func (s *Session) StepPieces(ctx context.Context, emit func(Piece) error) (done 
 		s.finish()
 		return true, err
 	}
+	if err := s.grammarErr(); err != nil {
+		s.finish()
+		return true, err
+	}
 	r := &s.r
 	for i, next := range s.out {
-		if !r.IgnoreEOS && s.e.Tok.IsEOG(next) {
+		if (!r.IgnoreEOS || s.matcher != nil) && s.e.Tok.IsEOG(next) {
 			s.st.StopReason = "eos"
 			return true, s.end(emit)
 		}
@@ -200,7 +210,7 @@ func (s *Session) StepPieces(ctx context.Context, emit func(Piece) error) (done 
 			return true, s.stopOnSequence()
 		}
 		if r.MaxTokens > 0 && len(s.st.Tokens) >= r.MaxTokens {
-			s.st.StopReason = "length"
+			s.st.StopReason = s.lengthReason()
 			return true, s.end(emit)
 		}
 	}
@@ -231,7 +241,7 @@ func (s *Session) stopOnSequence() error {
 // stopped checks the limits that hold before a step: max tokens and a full context.
 func (s *Session) stopped() bool {
 	if s.r.MaxTokens > 0 && len(s.st.Tokens) >= s.r.MaxTokens {
-		s.st.StopReason = "length"
+		s.st.StopReason = s.lengthReason()
 		return true
 	}
 	if s.state.Len()+1 >= s.n {

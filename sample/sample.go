@@ -101,6 +101,7 @@ type Sampler struct {
 	history []int32
 	cand    []Candidate
 	counts  map[int32]int // scratch of Distribution's penalties
+	con     Constraint    // nil: every token may come next
 }
 
 // New returns a Sampler; invalid parameters are an error.
@@ -119,6 +120,9 @@ func (s *Sampler) Params() Params { return s.p }
 
 // Accept records a token that became part of the sequence (prompt or output).
 func (s *Sampler) Accept(tok int32) {
+	if s.con != nil {
+		s.con.Accept(tok)
+	}
 	s.history = append(s.history, tok)
 	if n := s.p.RepeatLastN; len(s.history) > 4*n && n > 0 {
 		s.history = append(s.history[:0], s.history[len(s.history)-n:]...)
@@ -147,6 +151,9 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		return 0
 	}
 	if s.p.Greedy() && !s.penalized() && len(s.p.LogitBias) == 0 {
+		if s.con != nil {
+			return maskedArgmax(logits, s.con.Mask())
+		}
 		return Argmax(logits)
 	}
 	cand := s.Distribution(logits)
@@ -193,6 +200,9 @@ func (s *Sampler) Distribution(logits []float32) []Candidate {
 	s.bias(cand)
 	if s.penalized() {
 		s.penalize(cand)
+	}
+	if s.con != nil {
+		cand = s.constrain(cand)
 	}
 	byLogit := func(a, b Candidate) int {
 		if a.Logit != b.Logit {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"shade/chat"
+	"shade/grammar"
 )
 
 // APIError is an error as the OpenAI API reports it, with its HTTP status.
@@ -190,6 +191,7 @@ type common struct {
 	User     *string         `json:"user"`
 	Metadata json.RawMessage `json:"metadata"`
 	Store    *bool           `json:"store"`
+	constraintFields
 }
 
 // ChatRequest is the body of POST /v1/chat/completions.
@@ -291,6 +293,7 @@ type params struct {
 	sampling     sampling
 	logprobs     bool
 	topLogprobs  int
+	grammar      *grammar.Grammar // the output's constraint (nil: none)
 }
 
 func (c *common) validate(lim Limits, defaultMax int, header string) (p params, err *APIError) {
@@ -350,6 +353,9 @@ func (c *common) validate(lim Limits, defaultMax int, header string) (p params, 
 	}
 	p.priority = prio
 	if p.sampling, err = c.validateSampling(lim); err != nil {
+		return p, err
+	}
+	if p.grammar, err = c.constraintFields.compile(); err != nil {
 		return p, err
 	}
 	return p, c.validateMetadata()

@@ -536,10 +536,14 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 		IgnoreEOS: g.p.ignoreEOS,
 		Stop:      g.p.stop,
 		Logprobs:  g.p.logprobs, TopLogprobs: g.p.topLogprobs,
+		Grammar: g.p.grammar,
 	}
 	g.p.sampling.apply(&req.Sampling)
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = s.opt.Ctx // until the context is full
+	}
+	if aerr := s.grammarBudget(req, len(g.prompt)); aerr != nil {
+		return aerr
 	}
 	j := newJob(r.Context(), g.p.priority, req, g.prompt)
 	if err := s.sched.submit(j); err != nil {
