@@ -86,13 +86,19 @@ func Parse(src, bos, eos string) (t *Template, err error) {
 	}()
 	cfg := config.New()
 	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
+	// gonja's lstrip_blocks also strips the space between a tag and a
+	// block on one line ({{ x }} {% endfor %}); Jinja's strips only from
+	// the line's start, which lstripBlocks does before gonja sees it.
+	cfg.LeftStripBlocks = false
+	src = lstripBlocks(src)
 	cfg.KeepTrailingNewline = false
 	env := *gonja.DefaultEnvironment
 	// Templates write tools and calls with tojson, which must write what
 	// Python's json.dumps writes (the text the model was trained on).
 	env.Filters = exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
-	if err := env.Filters.Replace("tojson", toJSON); err != nil {
+	// gonja's items filter walks Go maps in random order: a prompt must
+	// not change from one rendering to the next.
+	if err := errors.Join(env.Filters.Replace("tojson", toJSON), env.Filters.Replace("items", orderedItems)); err != nil {
 		return nil, fmt.Errorf("chat: template: %v", err)
 	}
 	j, err := exec.NewTemplate(rootName, cfg, oneFile{src}, &env)
@@ -100,6 +106,29 @@ func Parse(src, bos, eos string) (t *Template, err error) {
 		return nil, fmt.Errorf("chat: template: %s", shorten(err.Error()))
 	}
 	return &Template{name: "gguf", src: src, jinja: j, bos: bos, eos: eos}, nil
+}
+
+// lstripBlocks removes the spaces and tabs that open a line before a
+// block or comment tag, as Jinja's lstrip_blocks does ({%+ keeps them).
+func lstripBlocks(src string) string {
+	var b strings.Builder
+	lineStart, last := 0, 0 // start of the current line; of what is not yet written
+	for i := 0; i+1 < len(src); i++ {
+		switch {
+		case src[i] == '\n':
+			lineStart = i + 1
+		case src[i] == '{' && (src[i+1] == '%' || src[i+1] == '#'):
+			if i+2 < len(src) && src[i+2] == '+' {
+				continue
+			}
+			if i > lineStart && lineStart >= last && strings.Trim(src[lineStart:i], " \t") == "" {
+				b.WriteString(src[last:lineStart])
+				last = i
+			}
+		}
+	}
+	b.WriteString(src[last:])
+	return b.String()
 }
 
 // shorten cuts gonja's messages, which quote the whole template source.
@@ -591,8 +620,11 @@ func renderLlama3(msgs []Message, tools []Tool, bos string, now time.Time, gen b
 			}
 			b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n" + llama3CallText(m.ToolCalls[0]) + "<|eot_id|>")
 		case m.Role == "tool" || m.Role == "ipython":
+			// Llama 3.1's template writes results with tojson (a string too).
+			var j strings.Builder
+			writePyString(&j, m.Content)
 			b.markup("<|start_header_id|>ipython<|end_header_id|>\n\n")
-			b.content(m.Content)
+			b.content(j.String())
 			b.markup("<|eot_id|>")
 		default:
 			b.markup("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")

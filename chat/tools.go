@@ -101,7 +101,7 @@ func (t *Template) nativeTools() bool {
 	if t.builtin != "" {
 		return true
 	}
-	return strings.Contains(t.src, "tools") && (strings.Contains(t.src, "tool_calls") || strings.Contains(t.src, "tool_call"))
+	return strings.Contains(t.src, "tools")
 }
 
 // --- template values ---------------------------------------------------
@@ -411,6 +411,37 @@ func writePyJSON(b *strings.Builder, v any, indent, level int) error {
 		return writePyJSON(b, r.Elem().Interface(), indent, level)
 	}
 	return fmt.Errorf("tojson: cannot write a %T", v)
+}
+
+// orderedItems is the items filter: a mapping's (key, value) pairs in
+// the order its keys were given (JSON objects), else sorted.
+func orderedItems(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if len(params.Args) > 0 || len(params.KwArgs) > 0 {
+		return exec.AsValue(errors.New("items takes no arguments"))
+	}
+	switch {
+	case in.IsNil():
+		return exec.AsValue([]any{})
+	case in.IsList():
+		return in
+	case !in.IsDict():
+		return exec.AsValue(errors.New("items requires a mapping"))
+	}
+	var out []any
+	if m, ok := in.Interface().(map[string]any); ok {
+		for _, k := range objectKeys(m) {
+			out = append(out, []any{k, m[k]})
+		}
+		return exec.AsValue(out)
+	}
+	for _, k := range in.Keys() { // sorted, or a Dict's own order
+		v, _ := in.GetItem(k.Interface())
+		out = append(out, []any{k.Interface(), v.Interface()})
+	}
+	return exec.AsValue(out)
 }
 
 // objectKeys are a map's keys in the order they were given, if known
