@@ -18,6 +18,7 @@ import (
 
 	"shade/elastic"
 	"shade/gguf"
+	"shade/grammar"
 	"shade/model"
 	"shade/panelcache"
 	"shade/sample"
@@ -218,6 +219,11 @@ type Request struct {
 	IgnoreEOS bool
 	// Spec configures speculative decoding (Mode Off: plain decoding).
 	Spec speculate.Config
+	// Grammar, if set, constrains the output to its matches: the output
+	// always ends complete (within MaxTokens and the context), and it
+	// ends at an end-of-generation token once the grammar is complete
+	// (IgnoreEOS does not apply).
+	Grammar *grammar.Grammar
 }
 
 // Defaults for Request fields left zero.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"shade/grammar"
 	"shade/model"
 	"shade/sample"
 	"shade/speculate"
@@ -37,7 +38,8 @@ type Session struct {
 	// a Step that finishes the session counts its own time in before the
 	// final stats are taken.
 	stepStart time.Time
-	stream0   *weights.Stats // the streamer's counters when the session began
+	stream0   *weights.Stats   // the streamer's counters when the session began
+	matcher   *grammar.Matcher // the request's grammar, followed (nil: none)
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -139,6 +141,10 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 		for _, t := range s.prompt {
 			s.sampler.Accept(t)
 		}
+		if err := s.startGrammar(); err != nil {
+			s.finish()
+			return true, err
+		}
 		t0 := time.Now()
 		if err := s.dec.Start(s.prompt); err != nil {
 			s.finish()
@@ -156,9 +162,13 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 		s.finish()
 		return true, err
 	}
+	if err := s.grammarErr(); err != nil {
+		s.finish()
+		return true, err
+	}
 	r := &s.r
 	for _, next := range s.out {
-		if !r.IgnoreEOS && s.e.Tok.IsEOG(next) {
+		if (!r.IgnoreEOS || s.matcher != nil) && s.e.Tok.IsEOG(next) {
 			s.st.StopReason = "eos"
 			return true, s.end(emit)
 		}

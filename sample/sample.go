@@ -66,6 +66,7 @@ type Sampler struct {
 	rng     *rand.Rand
 	history []int32
 	cand    []Candidate
+	con     Constraint // nil: every token may come next
 }
 
 // New returns a Sampler; invalid parameters are an error.
@@ -84,6 +85,9 @@ func (s *Sampler) Params() Params { return s.p }
 
 // Accept records a token that became part of the sequence (prompt or output).
 func (s *Sampler) Accept(tok int32) {
+	if s.con != nil {
+		s.con.Accept(tok)
+	}
 	s.history = append(s.history, tok)
 	if n := s.p.RepeatLastN; len(s.history) > 4*n && n > 0 {
 		s.history = append(s.history[:0], s.history[len(s.history)-n:]...)
@@ -112,6 +116,9 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		return 0
 	}
 	if s.p.Greedy() && !s.penalized() {
+		if s.con != nil {
+			return maskedArgmax(logits, s.con.Mask())
+		}
 		return Argmax(logits)
 	}
 	cand := s.Distribution(logits)
@@ -164,6 +171,9 @@ func (s *Sampler) Distribution(logits []float32) []Candidate {
 				cand[t].Logit = l * s.p.RepeatPenalty
 			}
 		}
+	}
+	if s.con != nil {
+		cand = s.constrain(cand)
 	}
 	byLogit := func(a, b Candidate) int {
 		if a.Logit != b.Logit {

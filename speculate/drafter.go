@@ -63,6 +63,13 @@ type ModelDrafter struct {
 	// tree (DraftGainCost).
 	lastRate float64
 
+	// con, when set, is the target's constraint where the draft starts
+	// (after the pending token): drafts are masked by it, so the tree
+	// only holds tokens the constrained target can accept.
+	con     sample.Constraint
+	nodeCon []sample.Constraint // per node: con advanced along its path
+	masked  []float32
+
 	// gov, when set, is asked after every draft layer whether to stop.
 	gov       Governor
 	hook      func(layer int) error // d.layerHook, bound once
@@ -216,6 +223,7 @@ func (d *ModelDrafter) catchUp(ctx []int32, maxNodes int) (bool, error) {
 	d.nodeRaw = d.nodeRaw[:0]
 	d.nodeDepth = d.nodeDepth[:0]
 	d.shadows = d.shadows[:0]
+	d.nodeCon = d.nodeCon[:0]
 	d.passes = 0
 	d.modelTime = 0
 	d.passRows = append(d.passRows[:0], len(feed))
@@ -253,6 +261,9 @@ func (d *ModelDrafter) addNode(t *Tree, c cand) int32 {
 	d.nodeGain = append(d.nodeGain, raw*d.ranks.pathFactor(depth, c.rank))
 	d.fed = append(d.fed, false)
 	d.nodeRow = append(d.nodeRow, -1)
+	if d.con != nil {
+		d.nodeCon = append(d.nodeCon[:n], d.childConstraint(c.parent, c.tok))
+	}
 	for len(d.shadows) < t.Len()+1 {
 		d.shadows = append(d.shadows, nil)
 	}
@@ -328,9 +339,17 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 	if !finite(logits) {
 		return
 	}
+	if d.con != nil {
+		if logits = d.mask(p, logits); logits == nil {
+			return
+		}
+	}
 	if d.sampler.Params().Greedy() {
 		lse := logSumExp(logits)
 		for rank, id := range topIDs(logits, width) {
+			if math.IsInf(float64(logits[id]), -1) {
+				break // masked: fewer tokens allowed than the width
+			}
 			lp := float64(logits[id]) - lse
 			d.cands = append(d.cands, cand{parent: p, tok: id, rank: rank, order: rank, prob: math.Exp(lp),
 				score: score + d.nodeScore(rank, lp)})

@@ -253,6 +253,9 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 
 	// Draft.
 	d.tree.Reset()
+	if d.draft != nil {
+		d.draft.SetConstraint(d.sampler.Constraint())
+	}
 	kind, err := d.strategy.Draft(s)
 	if err != nil {
 		return out, err

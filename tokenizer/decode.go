@@ -136,6 +136,10 @@ type Decoder struct {
 	// Special renders control and unknown tokens as their text (the
 	// streaming form of DecodeSpecial). Set it before the first Add.
 	Special bool
+	// Exact returns the tokens' bytes as they are: no leading space
+	// dropped, no spaces cleaned up (grammar-constrained output, whose
+	// bytes the grammar has checked). Set it before the first Add.
+	Exact bool
 
 	t       *Tokenizer
 	started bool
@@ -148,7 +152,7 @@ func NewDecoder(t *Tokenizer) *Decoder { return &Decoder{t: t} }
 // Add decodes id and returns the text that became final.
 func (d *Decoder) Add(id int32) string {
 	p := d.t.textPiece(id, d.Special)
-	if !d.started && d.t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {
+	if !d.started && !d.Exact && d.t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {
 		p = p[1:]
 	}
 	d.started = true
@@ -184,7 +188,7 @@ func (d *Decoder) cut() int {
 			break
 		}
 	}
-	if !d.t.cleanSpaces {
+	if !d.t.cleanSpaces || d.Exact {
 		return end
 	}
 	// The clean-up only removes spaces, deciding from the few bytes after a
@@ -201,7 +205,7 @@ func (d *Decoder) cut() int {
 }
 
 func (d *Decoder) emit(b []byte) string {
-	if d.t.cleanSpaces {
+	if d.t.cleanSpaces && !d.Exact {
 		b = cleanSpaces(b) // in place: b is not used again
 	}
 	if utf8.Valid(b) {
