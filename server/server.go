@@ -32,6 +32,7 @@ import (
 	"shade/chat"
 	"shade/elastic"
 	"shade/engine"
+	"shade/grammar"
 	"shade/sample"
 	"shade/speculate"
 )
@@ -394,10 +395,11 @@ func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError 
 
 // generation is a validated request ready to queue.
 type generation struct {
-	p      params
-	prompt []int32
-	chat   bool
-	id     string
+	p           params
+	prompt      []int32
+	chat        bool
+	id          string
+	toolGrammar *grammar.Grammar // enforces a forced tool_choice
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
@@ -409,7 +411,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if p.model != "" && p.model != s.opt.ModelID {
 			return generation{}, s.unknownModel(p.model)
 		}
-		rendered, err := s.tmpl.RenderPrompt(msgs, true)
+		o := chat.Options{AddGenerationPrompt: true}
+		if p.tools.choice.Mode != "none" {
+			o.Tools = p.tools.tools
+		}
+		rendered, err := s.tmpl.RenderWith(msgs, o)
 		if err != nil {
 			return generation{}, badRequest("messages", "invalid_value", "%v", err)
 		}
@@ -420,7 +426,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if err != nil {
 			return generation{}, badRequest("messages", "invalid_value", "%v", err)
 		}
-		return generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID()}, nil
+		tg, aerr := s.toolGrammar(p.tools)
+		if aerr != nil {
+			return generation{}, aerr
+		}
+		return generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID(), toolGrammar: tg}, nil
 	})
 }
 
@@ -541,6 +551,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = s.opt.Ctx // until the context is full
 	}
+	if g.toolGrammar != nil {
+		req.Grammar = g.toolGrammar
+	}
 	j := newJob(r.Context(), g.p.priority, req, g.prompt)
 	if err := s.sched.submit(j); err != nil {
 		j.cancel()
@@ -616,9 +629,13 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generat
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
 	u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
 	if g.chat {
+		msg := map[string]any{"role": "assistant", "content": out.String()}
+		if tr := s.toolReader(g); tr != nil {
+			msg, reason = tr.message(out.String()), tr.reason(reason)
+		}
 		writeJSON(w, map[string]any{
 			"id": g.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": out.String()},
+			"choices": []any{map[string]any{"index": 0, "message": msg,
 				"logprobs": nil, "finish_reason": reason}},
 			"usage": u, "system_fingerprint": "shade",
 		})
@@ -689,13 +706,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 		return
 	}
 	stop := stopper{stops: g.p.stop}
+	tr := s.toolReader(g)
+	sendText := func(piece string, final bool) bool {
+		if tr != nil {
+			return tr.stream(piece, final, func(t string) map[string]any { return chunk(t, nil, false) }, send)
+		}
+		return piece == "" || send(chunk(piece, nil, false))
+	}
 	for {
 		if !s.wait(w, r, j) {
 			return
 		}
 		text, finished, st, err := j.take()
 		piece, stopped := stop.add(text)
-		if piece != "" && !send(chunk(piece, nil, false)) {
+		if !sendText(piece, stopped) {
 			gone()
 			return
 		}
@@ -719,7 +743,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			done()
 			return
 		case finished:
-			if rest := stop.flush(); rest != "" && !send(chunk(rest, nil, false)) {
+			if rest := stop.flush(); !sendText(rest, true) {
 				gone()
 				return
 			}
@@ -728,6 +752,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 		if reason == "" {
 			continue
 		}
+		reason = tr.reason(reason)
 		if !send(chunk("", reason, false)) {
 			markGone(w)
 			return
