@@ -18,6 +18,7 @@ import (
 	"shade/chat"
 	"shade/elastic"
 	"shade/engine"
+	"shade/grammar"
 	"shade/model"
 	"shade/panelcache"
 	"shade/sample"
@@ -195,6 +196,13 @@ type GenerateOptions struct {
 	MinP        float32 // 0: off
 	Seed        uint64  // sampling seed: the same seed gives the same text
 	IgnoreEOS   bool    // generate past end-of-text tokens
+	// Grammar, if set, constrains the text to its matches, whatever the
+	// model's weights: grammar.FromJSONSchema (JSON valid for a schema),
+	// grammar.JSONObject (any JSON object) or grammar.Parse (GBNF). The
+	// text ends complete as long as MaxTokens leaves room for the
+	// grammar's shortest output (Matcher.Remaining), and generation ends
+	// when the grammar is complete and the model says so.
+	Grammar *grammar.Grammar
 }
 
 // Result describes a finished generation.
@@ -261,7 +269,7 @@ func (m *Model) TemplateName() string { return m.tmpl.Name() }
 
 func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error) (Result, error) {
 	p := sample.Params{Temp: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, RepeatPenalty: 1, RepeatLastN: 64, Seed: o.Seed}
-	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec}
+	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec, Grammar: o.Grammar}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, err := m.e.NewSession(req, ids)

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"shade/chat"
+	"shade/grammar"
 )
 
 // APIError is an error as the OpenAI API reports it, with its HTTP status.
@@ -177,6 +178,7 @@ type common struct {
 	Priority *string `json:"priority"`
 	// IgnoreEOS (llama.cpp's extension) generates past end-of-text tokens.
 	IgnoreEOS bool `json:"ignore_eos"`
+	constraintFields
 }
 
 // ChatRequest is the body of POST /v1/chat/completions.
@@ -272,6 +274,7 @@ type params struct {
 	ignoreEOS    bool
 	priority     Priority
 	tools        toolParams
+	grammar      *grammar.Grammar // the output's constraint (nil: none)
 }
 
 func (c *common) validate(lim Limits, defaultMax int, header string) (params, *APIError) {
@@ -330,6 +333,10 @@ func (c *common) validate(lim Limits, defaultMax int, header string) (params, *A
 		}
 	}
 	p.priority = prio
+	var aerr *APIError
+	if p.grammar, aerr = c.constraintFields.compile(); aerr != nil {
+		return p, aerr
+	}
 	return p, nil
 }
 

@@ -430,6 +430,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if aerr != nil {
 			return generation{}, aerr
 		}
+		if tg != nil && p.grammar != nil {
+			return generation{}, badRequest("tool_choice", "invalid_value", "tool_choice %s constrains the reply to tool calls: it cannot be combined with response_format, grammar or json_schema", p.tools.choice.Mode)
+		}
 		return generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID(), toolGrammar: tg}, nil
 	})
 }
@@ -547,12 +550,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 		Sampling:  sample.Params{Temp: float32(g.p.temp), TopP: float32(g.p.topP), RepeatPenalty: 1, RepeatLastN: 64, Seed: seed},
 		Spec:      s.opt.Spec,
 		IgnoreEOS: g.p.ignoreEOS,
+		Grammar:   g.p.grammar,
 	}
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = s.opt.Ctx // until the context is full
 	}
 	if g.toolGrammar != nil {
 		req.Grammar = g.toolGrammar
+	}
+	if aerr := s.grammarBudget(req, len(g.prompt)); aerr != nil {
+		return aerr
 	}
 	j := newJob(r.Context(), g.p.priority, req, g.prompt)
 	if err := s.sched.submit(j); err != nil {

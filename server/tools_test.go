@@ -131,14 +131,20 @@ func streamedCalls(t *testing.T, evs []map[string]any) []chat.ToolCall {
 // (random ones: the tiny conformance models; stories260K, which never saw
 // a tool), the reply is calls whose arguments validate against their
 // function's schema, whole and streamed alike, in each model's format.
+// By default greedy on the two random-weight vocabularies;
+// SHADE_TOOLS_LONG=1 adds stories260K and sampled replies.
 func TestForcedToolCallsValidate(t *testing.T) {
 	schemas := map[string]string{"get_weather": weatherSchema, "get_time": `{"type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]}`}
-	for _, name := range []string{"llama3-tiny-q4_0.gguf", "qwen2-tiny-q8_0.gguf", "stories260K.gguf"} {
+	models, temps := []string{"llama3-tiny-q4_0.gguf", "qwen2-tiny-q8_0.gguf"}, []string{"0"}
+	if !testing.Short() && os.Getenv("SHADE_TOOLS_LONG") != "" {
+		models, temps = append(models, "stories260K.gguf"), append(temps, "1.5", "0.8")
+	}
+	for _, name := range models {
 		e := tiny(t, name)
 		s := New(e, Options{})
 		ts := httptest.NewServer(s.Handler())
 		for _, choice := range []string{`"required"`, `{"type": "function", "function": {"name": "get_weather"}}`} {
-			for _, temp := range []string{"0", "1.5"} {
+			for _, temp := range temps {
 				body := `{"messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": ` + toolsJSON +
 					`, "tool_choice": ` + choice + `, "temperature": ` + temp + `, "seed": 3, "max_tokens": 120`
 				label := fmt.Sprintf("%s %s temp %s (%s)", name, choice, temp, s.tmpl.ToolFormat())

@@ -42,6 +42,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	ctxSize := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	template := fs.String("template", "", "chat template: llama-2, llama-3 or chatml instead of the file's own")
+	gf := addGrammarFlags(fs) // every reply follows the grammar
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -51,6 +52,10 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *n < 1 {
 		return fmt.Errorf("-n must be at least 1")
+	}
+	gram, err := gf.load()
+	if err != nil {
+		return err
 	}
 	cfg, err := sf.config()
 	if err != nil {
@@ -151,7 +156,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}()
 		var reply strings.Builder
-		req := engine.Request{MaxTokens: *n, Ctx: ctxLen, Sampling: params, Spec: cfg}
+		req := engine.Request{MaxTokens: *n, Ctx: ctxLen, Sampling: params, Spec: cfg, Grammar: gram}
 		req.Sampling.Seed = params.Seed + uint64(turn)
 		sess, err := e.NewSession(req, prompt)
 		if err == nil {

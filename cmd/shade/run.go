@@ -38,7 +38,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	pf := addPolicyFlag(fs, "off", "elastic speculation: yield memory bandwidth to the foreground")
 	showStats := fs.Bool("stats", false, "print speculation statistics after the run, and how long repacking weights into row panels took before it")
 	compareAR := fs.Bool("compare-ar", false, "also run plain autoregressive decoding first and report the speedup")
+	gf := addGrammarFlags(fs)
 	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	gram, err := gf.load()
 	if err != nil {
 		return err
 	}
@@ -97,7 +102,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
-		Spec: specCfg,
+		Spec: specCfg, Grammar: gram,
 	}
 	var ar *engine.Stats
 	if *compareAR && mode != speculate.ModeOff {
