@@ -1,9 +1,12 @@
 // Package chat owns turning a conversation into a prompt: the model's own
 // chat template (the GGUF key tokenizer.chat_template, a Jinja template as
 // Hugging Face writes them) rendered with the gonja library, and built-in
-// llama-2, llama-3 and ChatML (Qwen) formats for files that carry none. It
-// also tokenizes the rendered prompt without doubling the BOS token. It is
-// not a Jinja interpreter (gonja is) and knows nothing of HTTP or sampling.
+// llama-2, llama-3 and ChatML (Qwen) formats for files that carry none,
+// tools and tool calls included. It also tokenizes the rendered prompt
+// without doubling the BOS token, reads a reply's tool calls in the
+// model's format (ToolParser) and builds the grammar that forces a call
+// (ToolGrammar). It is not a Jinja interpreter (gonja is) and knows
+// nothing of HTTP or sampling.
 package chat
 
 import (

@@ -111,12 +111,18 @@ func (t *Template) nativeTools() bool {
 // sent them, as Python's json.dumps would. Entries live for one rendering.
 var keyOrders sync.Map // uintptr (map pointer) → []string
 
-type orderTable struct{ keys []uintptr }
+type orderTable struct {
+	keys []uintptr
+	// live keeps the maps reachable until release: a map collected early
+	// could give its address to another rendering's map.
+	live []map[string]any
+}
 
 func (o *orderTable) release() {
 	for _, k := range o.keys {
 		keyOrders.Delete(k)
 	}
+	o.keys, o.live = nil, nil
 }
 
 // jsonValue decodes JSON text into template values (map[string]any,
@@ -169,9 +175,7 @@ func (o *orderTable) decodeValue(dec *json.Decoder, depth int) (any, error) {
 			if _, err := dec.Token(); err != nil {
 				return nil, err
 			}
-			p := reflect.ValueOf(m).Pointer()
-			keyOrders.Store(p, keys)
-			o.keys = append(o.keys, p)
+			o.remember(m, keys)
 			return m, nil
 		case '[':
 			l := []any{}
@@ -210,10 +214,15 @@ func (o *orderTable) object(kv ...any) map[string]any {
 		keys = append(keys, k)
 		m[k] = kv[i+1]
 	}
+	o.remember(m, keys)
+	return m
+}
+
+func (o *orderTable) remember(m map[string]any, keys []string) {
 	p := reflect.ValueOf(m).Pointer()
 	keyOrders.Store(p, keys)
 	o.keys = append(o.keys, p)
-	return m
+	o.live = append(o.live, m)
 }
 
 // toolValue is a tool as templates see it: {"type", "function": {"name",

@@ -312,3 +312,41 @@ func TestLstripLikeJinja(t *testing.T) {
 		}
 	}
 }
+
+func TestToolGrammar(t *testing.T) {
+	now := Tool{Type: "function", Function: Function{Name: "now"}}
+	if g, err := ToolGrammar(Hermes, []Tool{weatherTool}, ToolChoice{Mode: "auto"}, true); g != nil || err != nil {
+		t.Errorf("auto: %v %v", g, err)
+	}
+	for _, f := range []ToolFormat{Hermes, Llama3JSON} {
+		for _, c := range []ToolChoice{{Mode: "required"}, {Mode: "function", Name: "now"}} {
+			g, err := ToolGrammar(f, []Tool{weatherTool, now}, c, true)
+			if err != nil || g == nil {
+				t.Fatalf("%v %v: %v", f, c, err)
+			}
+			src := g.Source()
+			if c.Mode == "function" && strings.Contains(src, "get_weather") {
+				t.Errorf("%v: the named choice allows other functions:\n%s", f, src)
+			}
+			if (f == Hermes) != strings.Contains(src, `<tool_call>`) || (f == Llama3JSON) != strings.Contains(src, `\"parameters\"`) {
+				t.Errorf("%v: markers:\n%s", f, src)
+			}
+		}
+	}
+	for _, c := range []struct {
+		tools []Tool
+		want  string
+	}{
+		{[]Tool{{Function: Function{Name: "s", Parameters: json.RawMessage(`{"type": "string"}`)}}}, "must be an object schema"},
+		{[]Tool{{Function: Function{Name: "p", Parameters: json.RawMessage(`{"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}`)}}}, "pattern"},
+		{[]Tool{now}, "not among the tools"},
+	} {
+		choice := ToolChoice{Mode: "required"}
+		if c.want == "not among the tools" {
+			choice = ToolChoice{Mode: "function", Name: "nope"}
+		}
+		if _, err := ToolGrammar(Hermes, c.tools, choice, false); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.tools, err, c.want)
+		}
+	}
+}
