@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -347,6 +348,36 @@ func TestToolGrammar(t *testing.T) {
 		}
 		if _, err := ToolGrammar(Hermes, c.tools, choice, false); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.tools, err, c.want)
+		}
+	}
+}
+
+// Renderings running at once keep each their own key order.
+func TestConcurrentRenderings(t *testing.T) {
+	tmpl, err := Parse(toolTemplate, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tmpl.RenderWith(toolConvo, Options{Tools: []Tool{weatherTool}, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			for range 25 {
+				got, err := tmpl.RenderWith(toolConvo, Options{Tools: []Tool{weatherTool}, Now: fixedNow})
+				if err != nil || got.Text != want.Text {
+					errs <- fmt.Sprintf("%q %v", got.Text, err)
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
 		}
 	}
 }

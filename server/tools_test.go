@@ -217,3 +217,33 @@ func TestToolFollowUp(t *testing.T) {
 		t.Errorf("unsupported schema: %d %s", resp.StatusCode, out)
 	}
 }
+
+// Any request body: decoding, rendering with every built-in and a
+// tool-aware Jinja template, and the forced-choice grammar end in a value
+// or an error, never a panic.
+func FuzzChatTools(f *testing.F) {
+	f.Add(`{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{\"a\": [1, {\"b\": null}]}"}}]}, {"role": "tool", "tool_call_id": "c", "content": "r"}], "tools": ` + toolsJSON + `, "tool_choice": "required"}`)
+	f.Add(`{"messages": [{"role": "tool", "tool_call_id": "c", "content": null}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"$ref": "#"}}}}}], "tool_choice": {"type": "function", "function": {"name": "f"}}}`)
+	f.Add(`{"messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}], "parallel_tool_calls": false}`)
+	jin, err := chat.Parse(`{% for t in tools %}{{ t | tojson(indent=2) }}{% for k, v in t.function.parameters | items %}{{ k }}{% endfor %}{% endfor %}`+
+		`{% for m in messages %}{{ m.role }}{% if 'tool_calls' in m %}{% for c in m.tool_calls %}{{ c.function.arguments | tojson }}{% endfor %}{% endif %}{{ m.content }}{% endfor %}`, "<s>", "</s>")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var tmpls []*chat.Template
+	for _, name := range []string{chat.Llama2, chat.Llama3, chat.ChatML} {
+		b, _ := chat.Builtin(name, "<s>", "</s>")
+		tmpls = append(tmpls, b)
+	}
+	tmpls = append(tmpls, jin)
+	f.Fuzz(func(t *testing.T, body string) {
+		msgs, p, aerr := DecodeChat([]byte(body), Limits{MaxTokens: 64, MaxStop: 4}, "")
+		if aerr != nil {
+			return
+		}
+		for _, tmpl := range tmpls {
+			tmpl.RenderWith(msgs, chat.Options{AddGenerationPrompt: true, Tools: p.tools.tools})
+			chat.ToolGrammar(tmpl.ToolFormat(), p.tools.tools, p.tools.choice, p.tools.parallel)
+		}
+	})
+}
