@@ -411,7 +411,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if p.model != "" && p.model != s.opt.ModelID {
 			return generation{}, s.unknownModel(p.model)
 		}
-		o := chat.Options{AddGenerationPrompt: true}
+		o := chat.Options{AddGenerationPrompt: true, Vars: p.tools.vars}
 		if p.tools.choice.Mode != "none" {
 			o.Tools = p.tools.tools
 		}

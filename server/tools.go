@@ -17,6 +17,9 @@ type toolFields struct {
 	Tools             []toolDef        `json:"tools"`
 	ToolChoice        *toolChoiceField `json:"tool_choice"`
 	ParallelToolCalls *bool            `json:"parallel_tool_calls"`
+	// ChatTemplateKwargs (llama-server's) are extra template variables,
+	// such as tools_in_user_message or enable_thinking.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
 }
 
 type toolDef struct {
@@ -79,6 +82,7 @@ type toolParams struct {
 	tools    []chat.Tool
 	choice   chat.ToolChoice
 	parallel bool
+	vars     map[string]any // chat_template_kwargs
 }
 
 // active says whether the reply is read for tool calls.
@@ -91,7 +95,7 @@ var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 const maxTools = 128
 
 func (f *toolFields) validateTools() (toolParams, *APIError) {
-	t := toolParams{choice: chat.ToolChoice{Mode: "auto"}, parallel: true}
+	t := toolParams{choice: chat.ToolChoice{Mode: "auto"}, parallel: true, vars: f.ChatTemplateKwargs}
 	if f.ParallelToolCalls != nil {
 		t.parallel = *f.ParallelToolCalls
 	}

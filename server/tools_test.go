@@ -21,6 +21,15 @@ const weatherSchema = `{"type": "object", "properties": {"city": {"type": "strin
 var toolsJSON = `[{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.", "parameters": ` + weatherSchema + `}},
 	{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]}}}]`
 
+func mustParse(t *testing.T, src string) *chat.Template {
+	t.Helper()
+	tmpl, err := chat.Parse(src, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
 func TestDecodeTools(t *testing.T) {
 	lim := Limits{MaxTokens: 100, MaxStop: 4}
 	ok := `{"messages": [{"role": "user", "content": "hi"},
@@ -210,9 +219,22 @@ func TestToolFollowUp(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, out)
 		}
 	}
+	// chat_template_kwargs reach the template; what Render sets itself stays.
+	s := New(stories(t), Options{Template: mustParse(t, `{{ greeting }}{{ messages | length }}{{ add_generation_prompt }}`)})
+	ts := httptest.NewServer(s.Handler())
+	defer func() { ts.Close(); s.Close() }()
+	resp, out := post(t, ts.URL+"/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2,
+		"chat_template_kwargs": {"greeting": "hello", "messages": [], "add_generation_prompt": false}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat_template_kwargs: %d %s", resp.StatusCode, out)
+	}
+	msgs, p, _ := DecodeChat([]byte(`{"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"greeting": "hello", "messages": []}}`), Limits{MaxTokens: 8}, "")
+	if got, err := s.tmpl.RenderWith(msgs, chat.Options{AddGenerationPrompt: true, Vars: p.tools.vars}); err != nil || got.Text != "hello1True" {
+		t.Errorf("kwargs rendered %q %v", got.Text, err)
+	}
 	// A schema feature the grammar cannot enforce is refused, named.
 	bad := `{"messages": [{"role": "user", "content": "x"}], "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+$"}}}}}]}`
-	resp, out := post(t, url+"/v1/chat/completions", bad)
+	resp, out = post(t, url+"/v1/chat/completions", bad)
 	if resp.StatusCode != 400 || !strings.Contains(string(out), "pattern") {
 		t.Errorf("unsupported schema: %d %s", resp.StatusCode, out)
 	}
