@@ -85,8 +85,8 @@ func (t *Template) ToolFormat() ToolFormat {
 	switch {
 	case t.builtin == Llama3:
 		return Llama3JSON
-	case t.builtin != "":
-		return Hermes
+	case t.builtin != "", !t.nativeTools():
+		return Hermes // what withToolText tells the model to write
 	case strings.Contains(t.src, "<tool_call>"):
 		return Hermes
 	case strings.Contains(t.src, "<|start_header_id|>"), strings.Contains(t.src, "<|python_tag|>"):

@@ -181,6 +181,7 @@ func TestToolFormat(t *testing.T) {
 		{`{{ '<|start_header_id|>' }}{% for t in tools %}{{ t | tojson }}{% endfor %}{{ message.tool_calls }}`, Llama3JSON},
 		{`<|im_start|>{% for t in tools %}<tool_call>{% endfor %}{{ m.tool_calls }}`, Hermes},
 		{hfQwen2, Hermes},
+		{hfLlama3, Hermes}, // no tools of its own: told to write Hermes calls
 	} {
 		tmpl, err := Parse(c.src, "", "")
 		if err != nil {
