@@ -218,6 +218,13 @@ func TestToolFollowUp(t *testing.T) {
 		if resp.StatusCode != 200 || json.Unmarshal(out, &r) != nil || r.Choices[0].Message.Content == nil {
 			t.Fatalf("%d %s", resp.StatusCode, out)
 		}
+		// Streamed, the reply (no call: this model writes text) is the same content.
+		_, sb := post(t, url+"/v1/chat/completions", strings.TrimSuffix(b, "}")+`, "stream": true}`)
+		evs := mustEvents(t, sb)
+		text, reason := streamText(evs)
+		if text != *r.Choices[0].Message.Content || reason != r.Choices[0].FinishReason || len(streamedCalls(t, evs)) != 0 {
+			t.Errorf("streamed %q (%s), whole %q (%s)", text, reason, *r.Choices[0].Message.Content, r.Choices[0].FinishReason)
+		}
 	}
 	// chat_template_kwargs reach the template; what Render sets itself stays.
 	s := New(stories(t), Options{Template: mustParse(t, `{{ greeting }}{{ messages | length }}{{ add_generation_prompt }}`)})
