@@ -211,7 +211,8 @@ type GenerateOptions struct {
 	// function's parameters schema, whatever the weights.
 	Tools      []Tool
 	ToolChoice ToolChoice
-	// ParallelToolCalls lets a required reply make several calls.
+	// ParallelToolCalls lets a reply make several calls (without it,
+	// the first is kept).
 	ParallelToolCalls bool
 }
 
@@ -306,6 +307,9 @@ func (m *Model) chatTools(ctx context.Context, ids []int32, o GenerateOptions, o
 		err = ferr
 	}
 	res.Text, res.ToolCalls = content.String(), p.Calls()
+	if !o.ParallelToolCalls && len(res.ToolCalls) > 1 {
+		res.ToolCalls = res.ToolCalls[:1]
+	}
 	return res, err
 }
 

@@ -127,3 +127,17 @@ func FuzzToolParser(f *testing.F) {
 		}
 	})
 }
+
+// The parser's cost per reply, fed a token-sized piece at a time.
+func BenchmarkToolParser(b *testing.B) {
+	reply := "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": [1, 2, 3], \"note\": \"" +
+		strings.Repeat("x", 400) + "\"}}\n</tool_call>\n" + strings.Repeat("Some more text after it. ", 20)
+	b.SetBytes(int64(len(reply)))
+	for b.Loop() {
+		p := NewToolParser(Hermes, func() string { return "call_1" })
+		for i := 0; i < len(reply); i += 4 {
+			p.Add(reply[i:min(i+4, len(reply))])
+		}
+		p.Flush()
+	}
+}

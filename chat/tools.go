@@ -66,7 +66,7 @@ const (
 	// Hermes is <tool_call>{"name": …, "arguments": {…}}</tool_call>, one
 	// element per call: Qwen2.5, Qwen3, Hermes and the built-in fallback.
 	Hermes ToolFormat = iota
-	// Llama3 is Llama 3.1/3.2's {"name": …, "parameters": {…}} JSON, alone
+	// Llama3JSON is Llama 3.1/3.2's {"name": …, "parameters": {…}} JSON, alone
 	// in the reply (after <|python_tag|>, a control token that decodes to
 	// no text, or bare).
 	Llama3JSON

@@ -196,14 +196,24 @@ func (s *Server) toolGrammar(t toolParams) (*grammar.Grammar, *APIError) {
 
 // toolReader reads a reply for tool calls, as it streams or whole.
 type toolReader struct {
-	p *chat.ToolParser
+	p   *chat.ToolParser
+	one bool // parallel_tool_calls false: a reply's later calls are dropped
+}
+
+// calls are the reply's calls, the first only if one is set.
+func (t *toolReader) calls() []chat.ToolCall {
+	c := t.p.Calls()
+	if t.one && len(c) > 1 {
+		c = c[:1]
+	}
+	return c
 }
 
 func (s *Server) toolReader(g generation) *toolReader {
 	if !g.p.tools.active() {
 		return nil
 	}
-	return &toolReader{p: chat.NewToolParser(s.tmpl.ToolFormat(), func() string { return "call_" + randomID() })}
+	return &toolReader{p: chat.NewToolParser(s.tmpl.ToolFormat(), func() string { return "call_" + randomID() }), one: !g.p.tools.parallel}
 }
 
 // toolDelta is a streamed tool-call chunk's delta, as OpenAI writes it.
@@ -219,7 +229,7 @@ func toolDelta(d chat.Delta) map[string]any {
 
 // reason is the finish reason of a reply that made calls.
 func (t *toolReader) reason(r string) string {
-	if t != nil && len(t.p.Calls()) > 0 && r == "stop" {
+	if t != nil && len(t.calls()) > 0 && r == "stop" {
 		return "tool_calls"
 	}
 	return r
@@ -233,7 +243,7 @@ func (t *toolReader) message(text string) map[string]any {
 		content.WriteString(d.Content)
 	}
 	m := map[string]any{"role": "assistant", "content": content.String()}
-	if calls := t.p.Calls(); len(calls) > 0 {
+	if calls := t.calls(); len(calls) > 0 {
 		m["tool_calls"] = calls
 		if strings.TrimSpace(content.String()) == "" {
 			m["content"] = nil
@@ -250,6 +260,9 @@ func (t *toolReader) stream(piece string, final bool, chunk func(string) map[str
 		ds = append(ds, t.p.Flush()...)
 	}
 	for _, d := range ds {
+		if d.Call && t.one && d.Index > 0 {
+			continue
+		}
 		c := chunk(d.Content)
 		if d.Call {
 			c["choices"].([]any)[0].(map[string]any)["delta"] = toolDelta(d)

@@ -226,6 +226,24 @@ func TestToolFollowUp(t *testing.T) {
 			t.Errorf("streamed %q (%s), whole %q (%s)", text, reason, *r.Choices[0].Message.Content, r.Choices[0].FinishReason)
 		}
 	}
+	// parallel_tool_calls false keeps a reply's first call, whole and streamed.
+	tr := &toolReader{p: chat.NewToolParser(chat.Hermes, func() string { return "call_x" }), one: true}
+	two := "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"
+	var sent []map[string]any
+	if !tr.stream(two, true, func(string) map[string]any {
+		return map[string]any{"choices": []any{map[string]any{"delta": map[string]any{}}}}
+	}, func(v any) bool {
+		var m map[string]any // as a client reads it
+		b, _ := json.Marshal(v)
+		json.Unmarshal(b, &m)
+		sent = append(sent, m)
+		return true
+	}) {
+		t.Fatal("send failed")
+	}
+	if calls := streamedCalls(t, sent); len(calls) != 1 || calls[0].Function.Name != "a" || len(tr.calls()) != 1 || tr.reason("stop") != "tool_calls" {
+		t.Errorf("one call: streamed %+v, calls %+v", calls, tr.calls())
+	}
 	// chat_template_kwargs reach the template; what Render sets itself stays.
 	s := New(stories(t), Options{Template: mustParse(t, `{{ greeting }}{{ messages | length }}{{ add_generation_prompt }}`)})
 	ts := httptest.NewServer(s.Handler())
