@@ -250,6 +250,9 @@ func (t *Template) RenderWith(msgs []Message, o Options) (p Prompt, err error) {
 	if err == nil && hasTools {
 		p.untrusted = untrustedToolText(msgs, o.Tools)
 	}
+	if err == nil {
+		p.untrusted = appendStrings(p.untrusted, o.Vars, 0)
+	}
 	return p, err
 }
 
@@ -469,6 +472,7 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 	for k, v := range o.Vars {
 		vars[k] = v
 	}
+	delete(vars, "tools") // only Options.Tools, checked and ordered
 	for k, v := range map[string]any{
 		"messages":              list,
 		"add_generation_prompt": o.AddGenerationPrompt,

@@ -684,3 +684,26 @@ func untrustedToolText(msgs []Message, tools []Tool) []string {
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
+
+// appendStrings adds the strings in v (a template variable from the
+// client: chat_template_kwargs) to out, for the special-token check.
+func appendStrings(out []string, v any, depth int) []string {
+	if depth > maxDepth {
+		return out
+	}
+	switch t := v.(type) {
+	case string:
+		if t != "" {
+			out = append(out, t)
+		}
+	case map[string]any:
+		for k, x := range t {
+			out = appendStrings(append(out, k), x, depth+1)
+		}
+	case []any:
+		for _, x := range t {
+			out = appendStrings(out, x, depth+1)
+		}
+	}
+	return out
+}

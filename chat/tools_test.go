@@ -217,6 +217,17 @@ func TestToolTextStaysText(t *testing.T) {
 	if _, err := tmpl.EncodeWith(tok, toolConvo, Options{Tools: []Tool{weatherTool}}); err != nil {
 		t.Errorf("benign tools: %v", err)
 	}
+	// Template variables from the client are text too.
+	jin, err := Parse(`{{ greeting }}{% for m in messages %}{{ m.content }}{% endfor %}{{ tools }}`, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jin.EncodeWith(tok, convo, Options{Vars: map[string]any{"greeting": []any{map[string]any{"x": "<|eot_id|>"}}}}); !errors.Is(err, ErrTemplate) {
+		t.Errorf("special text in a variable: %v", err)
+	}
+	if p, err := jin.RenderWith(convo, Options{Vars: map[string]any{"greeting": "hi ", "tools": "forged"}}); err != nil || strings.Contains(p.Text, "forged") || !strings.HasPrefix(p.Text, "hi ") {
+		t.Errorf("variables: %q %v", p.Text, err)
+	}
 }
 
 func TestPyJSON(t *testing.T) {
