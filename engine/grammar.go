@@ -37,3 +37,14 @@ func (s *Session) grammarErr() error {
 	}
 	return fmt.Errorf("engine: %w", s.matcher.Err())
 }
+
+// lengthReason is the stop reason at the token limit: "eos" when the
+// grammar has matched completely there (the budget made the output end
+// complete: a finished document, as clients expect from finish_reason
+// "stop"), "length" otherwise.
+func (s *Session) lengthReason() string {
+	if s.matcher != nil && s.matcher.Accepting() {
+		return "eos"
+	}
+	return "length"
+}

@@ -181,7 +181,7 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 			}
 		}
 		if r.MaxTokens > 0 && s.st.GenTokens >= r.MaxTokens {
-			s.st.StopReason = "length"
+			s.st.StopReason = s.lengthReason()
 			return true, s.end(emit)
 		}
 	}
@@ -194,7 +194,7 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 // stopped checks the limits that hold before a step: max tokens and a full context.
 func (s *Session) stopped() bool {
 	if s.r.MaxTokens > 0 && s.st.GenTokens >= s.r.MaxTokens {
-		s.st.StopReason = "length"
+		s.st.StopReason = s.lengthReason()
 		return true
 	}
 	if s.state.Len()+1 >= s.n {

@@ -371,10 +371,7 @@ const inf = math.MaxInt32
 // rules that can never finish and left recursion (which would make the
 // pushdown automaton expand forever).
 func (g *Grammar) analyse() error {
-	ruleMin := make([]int64, len(g.alts))
-	for i := range ruleMin {
-		ruleMin[i] = inf
-	}
+	ruleMin := g.shortest()
 	elemMin := func(e elem) int64 {
 		switch e.kind {
 		case eSet:
@@ -383,21 +380,6 @@ func (g *Grammar) analyse() error {
 			return ruleMin[e.arg]
 		}
 		return 0
-	}
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range g.alts {
-			for _, a := range alts {
-				var sum int64
-				for p := a; g.elems[p].kind != eEnd; p++ {
-					sum = min(sum+elemMin(g.elems[p]), inf)
-				}
-				if sum < ruleMin[r] {
-					ruleMin[r] = sum
-					changed = true
-				}
-			}
-		}
 	}
 	if ruleMin[g.root] >= inf {
 		return fmt.Errorf("grammar: rule %q can never finish (every alternative recurses without end)", g.name(g.root))
@@ -458,6 +440,104 @@ func (g *Grammar) analyse() error {
 		}
 	}
 	return nil
+}
+
+// shortest computes every rule's shortest match in bytes (inf: it never
+// finishes) by Knuth's generalisation of Dijkstra's algorithm: a rule is
+// final once it is the smallest candidate left, and an alternative becomes
+// a candidate for its rule once all the rules it refers to are final.
+// Linear in the grammar's size (up to the heap's log factor), whatever the
+// order its rules are written in.
+func (g *Grammar) shortest() []int64 {
+	type altInfo struct {
+		rule    int32
+		pending int   // references to rules not yet final
+		sum     int64 // bytes of the final part so far
+	}
+	var alts []altInfo
+	uses := make([][]int32, len(g.alts)) // per rule: the alternatives referring to it, once per reference
+	h := &minHeap{}
+	for r, as := range g.alts {
+		for _, a := range as {
+			ai := int32(len(alts))
+			info := altInfo{rule: int32(r)}
+			for p := a; g.elems[p].kind != eEnd; p++ {
+				switch e := g.elems[p]; e.kind {
+				case eSet:
+					info.sum++
+				case eRef:
+					info.pending++
+					uses[e.arg] = append(uses[e.arg], ai)
+				}
+			}
+			alts = append(alts, info)
+			if info.pending == 0 {
+				h.push(info.sum, int32(r))
+			}
+		}
+	}
+	ruleMin := make([]int64, len(g.alts))
+	for i := range ruleMin {
+		ruleMin[i] = inf
+	}
+	final := make([]bool, len(g.alts))
+	for h.len() > 0 {
+		v, r := h.pop()
+		if final[r] {
+			continue
+		}
+		final[r] = true
+		ruleMin[r] = v
+		for _, ai := range uses[r] {
+			a := &alts[ai]
+			a.sum = min(a.sum+v, inf)
+			if a.pending--; a.pending == 0 && !final[a.rule] {
+				h.push(a.sum, a.rule)
+			}
+		}
+	}
+	return ruleMin
+}
+
+type minHeap struct {
+	v []int64
+	r []int32
+}
+
+func (h *minHeap) len() int { return len(h.v) }
+
+func (h *minHeap) push(v int64, r int32) {
+	h.v, h.r = append(h.v, v), append(h.r, r)
+	for i := len(h.v) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h.v[p] <= h.v[i] {
+			break
+		}
+		h.v[p], h.v[i], h.r[p], h.r[i] = h.v[i], h.v[p], h.r[i], h.r[p]
+		i = p
+	}
+}
+
+func (h *minHeap) pop() (int64, int32) {
+	v, r := h.v[0], h.r[0]
+	n := len(h.v) - 1
+	h.v[0], h.r[0] = h.v[n], h.r[n]
+	h.v, h.r = h.v[:n], h.r[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h.v[l] < h.v[m] {
+			m = l
+		}
+		if l+1 < n && h.v[l+1] < h.v[m] {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h.v[m], h.v[i], h.r[m], h.r[i] = h.v[i], h.v[m], h.r[i], h.r[m]
+		i = m
+	}
+	return v, r
 }
 
 // name is a rule's name for messages: a made-up rule is named after the

@@ -56,6 +56,7 @@ type dfa struct {
 	frameIdx map[frame]int32
 	states   []dstate // state ids start at 1
 	tr       []int32  // transitions: tr[s<<8|b], unknown until taken
+	dist     []int32  // per state: its dstate's dist, apart for the mask walk's locality
 	stateIdx map[string]int32
 	err      error
 	// scratch
@@ -65,7 +66,7 @@ type dfa struct {
 }
 
 func newDFA(g *Grammar) *dfa {
-	d := &dfa{g: g, frameIdx: map[frame]int32{}, stateIdx: map[string]int32{}, states: make([]dstate, 1), tr: make([]int32, 256), seen: map[int32]struct{}{}, vis: map[frame]struct{}{}}
+	d := &dfa{g: g, frameIdx: map[frame]int32{}, stateIdx: map[string]int32{}, states: make([]dstate, 1), tr: make([]int32, 256), dist: make([]int32, 1), seen: map[int32]struct{}{}, vis: map[frame]struct{}{}}
 	return d
 }
 
@@ -184,6 +185,7 @@ func (d *dfa) intern() int32 {
 	id := int32(len(d.states))
 	d.states = append(d.states, st)
 	d.tr = append(d.tr, make([]int32, 256)...)
+	d.dist = append(d.dist, st.dist)
 	d.stateIdx[string(unsafe.Slice((*byte)(unsafe.Pointer(&st.stacks[0])), len(st.stacks)*4))] = id
 	d.buf = d.buf[:0]
 	return id

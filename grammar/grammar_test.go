@@ -92,3 +92,30 @@ func TestGBNFErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestLiteralRoundTrip(t *testing.T) {
+	for _, s := range []string{"", "a", `"\`, "tab\there\nnl\r", "\x00\x1f\x7f", "é日😀", "<tool_call>", "]["} {
+		g, err := Parse("root ::= " + Literal(s))
+		if err != nil {
+			t.Errorf("Literal(%q) = %s: %v", s, Literal(s), err)
+			continue
+		}
+		if !matches(t, g, s) || (s != "" && matches(t, g, s[:len(s)-1])) {
+			t.Errorf("Literal(%q) does not match exactly its text", s)
+		}
+	}
+}
+
+func TestShortest(t *testing.T) {
+	g := MustParse(`root ::= "{" ( "\"a\"" | "12345" ) "}" | "[" root "]"`)
+	m := g.NewMatcher(testVocab())
+	if s := string(m.Shortest()); s != `{"a"}` || m.Remaining() != 5 {
+		t.Errorf("shortest %q (remaining %d), want {\"a\"} (5)", s, m.Remaining())
+	}
+	if err := m.AcceptBytes([]byte("[[{1")); err != nil {
+		t.Fatal(err)
+	}
+	if s := string(m.Shortest()); s != "2345}]]" || m.Remaining() != 7 {
+		t.Errorf("shortest %q (remaining %d), want 2345}]] (7)", s, m.Remaining())
+	}
+}

@@ -224,7 +224,7 @@ var primitives = map[string]string{
 	"json-string":  `"\"" json-char* "\"" space`,
 	"json-intpart": `[0] | [1-9] [0-9]{0,15}`,
 	"json-integer": `"-"? json-intpart space`,
-	"json-number":  `"-"? json-intpart ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,4})? space`,
+	"json-number":  `"-"? json-intpart ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})? space`,
 	"json-boolean": `("true" | "false") space`,
 	"json-null":    `"null" space`,
 	"json-value":   `json-object | json-array | json-string | json-number | json-boolean | json-null`,
@@ -566,6 +566,7 @@ func (c *schemaCompiler) object(s *jv, path, name string) (string, error) {
 		return "", &SchemaError{Path: path + "/properties", Msg: "properties must be an object"}
 	}
 	required := map[string]bool{}
+	var extraRequired []string // required, with no schema in properties: any value
 	if r := s.get("required"); r != nil {
 		if r.kind != 'a' {
 			return "", &SchemaError{Path: path + "/required", Msg: "required must be an array"}
@@ -574,8 +575,8 @@ func (c *schemaCompiler) object(s *jv, path, name string) (string, error) {
 			if x.kind != 's' {
 				return "", &SchemaError{Path: path + "/required", Msg: "required must list strings"}
 			}
-			if props.get(x.str) == nil {
-				return "", &UnsupportedError{Feature: fmt.Sprintf("required property %q without a schema in properties", x.str), Path: path}
+			if !required[x.str] && props.get(x.str) == nil {
+				extraRequired = append(extraRequired, x.str)
 			}
 			required[x.str] = true
 		}
@@ -612,6 +613,11 @@ func (c *schemaCompiler) object(s *jv, path, name string) (string, error) {
 			kv := c.b.Rule(c.b.unique(name+"-"+sanitizeName(k)+"-kv"), Literal(string(kb))+" "+sp+` ":" `+sp+" "+ve)
 			ps = append(ps, prop{kv, required[k]})
 		}
+	}
+	for _, k := range extraRequired {
+		kb, _ := json.Marshal(k)
+		kv := c.b.Rule(c.b.unique(name+"-"+sanitizeName(k)+"-kv"), Literal(string(kb))+" "+sp+` ":" `+sp+" "+c.b.prim("json-value"))
+		ps = append(ps, prop{kv, true})
 	}
 	if extra != "" {
 		c.b.prim("json-string")

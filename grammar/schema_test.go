@@ -19,6 +19,7 @@ var testSchemas = []string{
 	`{"type":"object","properties":{"x":{"type":["string","integer"]},"y":{"oneOf":[{"type":"string"},{"type":"integer"}]}},"required":["x","y"],"additionalProperties":{"type":"boolean"}}`,
 	`{"type":"array","items":{"type":"object","properties":{"p":{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}}},"maxItems":2}`,
 	`{"type":"string","minLength":1,"maxLength":5}`,
+	`{"type":"object","properties":{"a":{"type":"null"}},"required":["b","a"]}`,
 	`{"type":"object","properties":{"s":{"type":"string"}},"required":["s"],"title":"t","description":"d","$schema":"https://json-schema.org/draft/2020-12/schema"}`,
 }
 

@@ -132,12 +132,14 @@ func (v *Vocab) walk(d *dfa, s int32, mask []uint64, limit int32, stk []int32) i
 	stk[0] = s
 	maxDist := int32(-1)
 	nodes := v.nodes
+	tr := d.tr
 	for i := int32(1); i < int32(len(nodes)); {
 		n := &nodes[i]
 		from := stk[n.depth-1]
-		t := d.tr[int(from)<<8|int(n.b)]
+		t := tr[int(from)<<8|int(n.b)]
 		if t == unknown {
 			t = d.next(from, n.b)
+			tr = d.tr // next may have grown it
 		}
 		if t == dead {
 			i = n.end
@@ -145,7 +147,7 @@ func (v *Vocab) walk(d *dfa, s int32, mask []uint64, limit int32, stk []int32) i
 		}
 		stk[n.depth] = t
 		if n.tokHi > n.tokLo {
-			if dist := d.states[t].dist; dist <= limit {
+			if dist := d.dist[t]; dist <= limit {
 				maxDist = max(maxDist, dist)
 				for _, id := range v.toks[n.tokLo:n.tokHi] {
 					mask[id>>6] |= 1 << (id & 63)

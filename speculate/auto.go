@@ -180,7 +180,7 @@ func (a *auto) Draft(s *Step) (DraftKind, error) {
 		a.ngram.sync(s.Context)
 		return DraftNone, nil
 	}
-	if kNgram > 0 && a.ngram.Propose(s.Context, kNgram, s.Tree) > 0 {
+	if kNgram > 0 && s.proposeNgram(a.ngram, kNgram) > 0 {
 		return DraftNgram, nil
 	}
 	if s.Drafter == nil {

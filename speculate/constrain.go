@@ -59,3 +59,34 @@ func (d *ModelDrafter) mask(p int32, logits []float32) []float32 {
 	}
 	return out
 }
+
+// allower is a constraint that answers for one token cheaply.
+type allower interface {
+	Allows(tok int32) bool
+}
+
+// proposeNgram is g.Propose with the chain cut at the first token the
+// target's constraint refuses: the target would reject it (and everything
+// after it) anyway, so the cut saves verify rows and changes no output.
+func (s *Step) proposeNgram(g *Ngram, k int) int {
+	n := g.Propose(s.Context, k, s.Tree)
+	c, ok := s.Sampler.Constraint().(constraintCloner)
+	if n == 0 || !ok {
+		return n
+	}
+	t := s.Tree
+	start := t.Len() - n
+	m := c.CloneConstraint()
+	a, ok := m.(allower)
+	if !ok {
+		return n
+	}
+	for i := start; i < t.Len(); i++ {
+		if !a.Allows(t.Tokens[i]) {
+			t.Tokens, t.Parent, t.Q = t.Tokens[:i], t.Parent[:i], t.Q[:i]
+			return i - start
+		}
+		m.Accept(t.Tokens[i])
+	}
+	return n
+}

@@ -40,7 +40,7 @@ type ngramDraft struct {
 }
 
 func (g *ngramDraft) Draft(s *Step) (DraftKind, error) {
-	if g.ngram.Propose(s.Context, min(s.Config.DraftMax, s.Room), s.Tree) > 0 {
+	if s.proposeNgram(g.ngram, min(s.Config.DraftMax, s.Room)) > 0 {
 		return DraftNgram, nil
 	}
 	return DraftNone, nil

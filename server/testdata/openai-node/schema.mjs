@@ -54,6 +54,7 @@ for (const [temperature, max_tokens] of [[0, 80], [1.3, 50], [1.3, 300]]) {
   });
   const text = r.choices[0].message.content;
   validate(schema, JSON.parse(text));
+  assert.equal(r.choices[0].finish_reason, "stop"); // complete, also when the budget closed it
   console.log("ok json_schema", temperature, max_tokens, r.choices[0].finish_reason, text);
 }
 
