@@ -12,6 +12,7 @@ package shade
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -211,16 +212,37 @@ type GenerateOptions struct {
 	// grammar's shortest output (Matcher.Remaining), and generation ends
 	// when the grammar is complete and the model says so.
 	Grammar *grammar.Grammar
+	// Tools are functions the model may call (Chat only): the template
+	// shows them, and the reply's calls in the model's format are parsed
+	// into Result.ToolCalls. ToolChoice "required" or a named function
+	// constrains the reply to calls whose arguments are valid for the
+	// function's parameters schema, whatever the weights.
+	Tools      []Tool
+	ToolChoice ToolChoice
+	// ParallelToolCalls lets a reply make several calls (without it,
+	// the first is kept).
+	ParallelToolCalls bool
 }
+
+// Tool is a function a chat model may call; ToolCall is a call it made
+// (or made in an earlier Message); ToolChoice says whether it must.
+type (
+	Tool         = chat.Tool
+	Function     = chat.Function
+	ToolCall     = chat.ToolCall
+	FunctionCall = chat.FunctionCall
+	ToolChoice   = chat.ToolChoice
+)
 
 // Result describes a finished generation.
 type Result struct {
-	Text            string  // everything generated
-	PromptTokens    int     // tokens in the prompt (after the chat template)
-	Tokens          int     // tokens generated
-	StopReason      string  // "eos", "stop", "length", "context" or "canceled"
-	TokensPerSecond float64 // decode speed
-	AcceptanceRate  float64 // speculative decoding: accepted ÷ drafted tokens (0 without)
+	Text            string     // everything generated (with Tools: but the calls)
+	ToolCalls       []ToolCall // the calls a Chat reply made (with Tools)
+	PromptTokens    int        // tokens in the prompt (after the chat template)
+	Tokens          int        // tokens generated
+	StopReason      string     // "eos", "stop", "length", "context" or "canceled"
+	TokensPerSecond float64    // decode speed
+	AcceptanceRate  float64    // speculative decoding: accepted ÷ drafted tokens (0 without)
 	// Logprobs has one entry per generated token when GenerateOptions asks
 	// for them (see TokenLogprob).
 	Logprobs []TokenLogprob
@@ -244,11 +266,62 @@ func (m *Model) Generate(ctx context.Context, prompt string, o GenerateOptions, 
 // reply, streamed to onText like Generate. Only the template's markup
 // becomes special tokens: message content is tokenized as text.
 func (m *Model) Chat(ctx context.Context, msgs []Message, o GenerateOptions, onText func(string) error) (Result, error) {
-	ids, err := m.tmpl.Encode(m.e.Tok, msgs, true)
+	co := chat.Options{AddGenerationPrompt: true}
+	if o.ToolChoice.Mode != "none" {
+		co.Tools = o.Tools
+	}
+	ids, err := m.tmpl.EncodeWith(m.e.Tok, msgs, co)
 	if err != nil {
 		return Result{}, err
 	}
-	return m.run(ctx, ids, o, onText)
+	if len(co.Tools) == 0 {
+		if o.ToolChoice.Forced() {
+			return Result{}, fmt.Errorf("shade: ToolChoice %s needs Tools", o.ToolChoice.Mode)
+		}
+		return m.run(ctx, ids, o, onText)
+	}
+	return m.chatTools(ctx, ids, o, onText)
+}
+
+// chatTools runs a chat with tools: the reply is parsed into content
+// (streamed to onText) and calls; a forced choice is a grammar.
+func (m *Model) chatTools(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error) (Result, error) {
+	g, err := chat.ToolGrammar(m.tmpl.ToolFormat(), o.Tools, o.ToolChoice, o.ParallelToolCalls)
+	if err != nil {
+		return Result{}, fmt.Errorf("shade: %w", err)
+	}
+	if g != nil {
+		if o.Grammar != nil {
+			return Result{}, fmt.Errorf("shade: ToolChoice %s constrains the reply to calls: it cannot be combined with Grammar", o.ToolChoice.Mode)
+		}
+		o.Grammar = g
+	}
+	n := 0
+	p := chat.NewToolParser(m.tmpl.ToolFormat(), func() string { n++; return fmt.Sprintf("call_%d", n) })
+	var content strings.Builder
+	take := func(ds []chat.Delta) error {
+		for _, d := range ds {
+			if d.Call || d.Content == "" {
+				continue
+			}
+			content.WriteString(d.Content)
+			if onText != nil {
+				if err := onText(d.Content); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	res, err := m.run(ctx, ids, o, func(piece string) error { return take(p.Add(piece)) })
+	if ferr := take(p.Flush()); err == nil {
+		err = ferr
+	}
+	res.Text, res.ToolCalls = content.String(), p.Calls()
+	if !o.ParallelToolCalls && len(res.ToolCalls) > 1 {
+		res.ToolCalls = res.ToolCalls[:1]
+	}
+	return res, err
 }
 
 // Stream is Generate with the text delivered on a channel, closed at the

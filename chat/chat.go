@@ -1,9 +1,12 @@
 // Package chat owns turning a conversation into a prompt: the model's own
 // chat template (the GGUF key tokenizer.chat_template, a Jinja template as
 // Hugging Face writes them) rendered with the gonja library, and built-in
-// llama-2, llama-3 and ChatML (Qwen) formats for files that carry none. It
-// also tokenizes the rendered prompt without doubling the BOS token. It is
-// not a Jinja interpreter (gonja is) and knows nothing of HTTP or sampling.
+// llama-2, llama-3 and ChatML (Qwen) formats for files that carry none,
+// tools and tool calls included. It also tokenizes the rendered prompt
+// without doubling the BOS token, reads a reply's tool calls in the
+// model's format (ToolParser) and builds the grammar that forces a call
+// (ToolGrammar). It is not a Jinja interpreter (gonja is) and knows
+// nothing of HTTP or sampling.
 package chat
 
 import (
@@ -12,9 +15,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/nikolalohinski/gonja/v2"
+	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
@@ -25,8 +30,13 @@ import (
 
 // Message is one turn of a conversation.
 type Message struct {
-	Role    string `json:"role"` // "system", "user" or "assistant" (templates may accept others)
+	Role    string `json:"role"` // "system", "user", "assistant" or "tool" (templates may accept others)
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant turn made (Content may be empty).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a "tool" message answers, Name its function.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
 }
 
 // MetadataKey is the GGUF key holding a model's Jinja chat template.
@@ -46,6 +56,7 @@ const maxOutput = 16 << 20
 // Template renders conversations into prompt text.
 type Template struct {
 	name    string // a built-in's name, or "gguf"
+	src     string // the Jinja source
 	jinja   *exec.Template
 	bos     string
 	eos     string
@@ -78,14 +89,49 @@ func Parse(src, bos, eos string) (t *Template, err error) {
 	}()
 	cfg := config.New()
 	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
+	// gonja's lstrip_blocks also strips the space between a tag and a
+	// block on one line ({{ x }} {% endfor %}); Jinja's strips only from
+	// the line's start, which lstripBlocks does before gonja sees it.
+	cfg.LeftStripBlocks = false
+	src = lstripBlocks(src)
 	cfg.KeepTrailingNewline = false
 	env := *gonja.DefaultEnvironment
+	// Templates write tools and calls with tojson, which must write what
+	// Python's json.dumps writes (the text the model was trained on).
+	env.Filters = exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	// gonja's items filter walks Go maps in random order: a prompt must
+	// not change from one rendering to the next.
+	if err := errors.Join(env.Filters.Replace("tojson", toJSON), env.Filters.Replace("items", orderedItems)); err != nil {
+		return nil, fmt.Errorf("chat: template: %v", err)
+	}
 	j, err := exec.NewTemplate(rootName, cfg, oneFile{src}, &env)
 	if err != nil {
 		return nil, fmt.Errorf("chat: template: %s", shorten(err.Error()))
 	}
-	return &Template{name: "gguf", jinja: j, bos: bos, eos: eos}, nil
+	return &Template{name: "gguf", src: src, jinja: j, bos: bos, eos: eos}, nil
+}
+
+// lstripBlocks removes the spaces and tabs that open a line before a
+// block or comment tag, as Jinja's lstrip_blocks does ({%+ keeps them).
+func lstripBlocks(src string) string {
+	var b strings.Builder
+	lineStart, last := 0, 0 // start of the current line; of what is not yet written
+	for i := 0; i+1 < len(src); i++ {
+		switch {
+		case src[i] == '\n':
+			lineStart = i + 1
+		case src[i] == '{' && (src[i+1] == '%' || src[i+1] == '#'):
+			if i+2 < len(src) && src[i+2] == '+' {
+				continue
+			}
+			if i > lineStart && lineStart >= last && strings.Trim(src[lineStart:i], " \t") == "" {
+				b.WriteString(src[last:lineStart])
+				last = i
+			}
+		}
+	}
+	b.WriteString(src[last:])
+	return b.String()
 }
 
 // shorten cuts gonja's messages, which quote the whole template source.
@@ -168,24 +214,56 @@ type Prompt struct {
 	// unlocated holds contents a template transformed beyond recognition
 	// (see renderJinjaPrompt): Tokens refuses them if they hold special texts.
 	unlocated []string
+	// untrusted holds the client's text in tools and tool calls, which
+	// templates write as markup: Tokens refuses it if it spells special tokens.
+	untrusted []string
 }
 
 // RenderPrompt is Render with the spans of message content marked.
 func (t *Template) RenderPrompt(msgs []Message, addGenerationPrompt bool) (Prompt, error) {
+	return t.RenderWith(msgs, Options{AddGenerationPrompt: addGenerationPrompt})
+}
+
+// RenderWith is RenderPrompt with tools and extra template variables.
+func (t *Template) RenderWith(msgs []Message, o Options) (p Prompt, err error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	gen := o.AddGenerationPrompt
+	hasTools := len(o.Tools) > 0 || slices.ContainsFunc(msgs, func(m Message) bool { return len(m.ToolCalls) > 0 || m.Role == "tool" })
+	if hasTools && (t.builtin == Llama2 || !t.nativeTools()) {
+		if msgs, err = withToolText(msgs, o.Tools); err != nil {
+			return Prompt{}, err
+		}
+		o.Tools = nil
+	}
 	switch t.builtin {
 	case Llama2:
-		return renderLlama2(msgs, t.bos, t.eos, addGenerationPrompt)
+		p, err = renderLlama2(msgs, t.bos, t.eos, gen)
 	case Llama3:
-		return renderLlama3(msgs, t.bos, addGenerationPrompt), nil
+		p, err = renderLlama3(msgs, o.Tools, t.bos, o.Now(), gen)
 	case ChatML:
-		return renderChatML(msgs, addGenerationPrompt), nil
+		p, err = renderChatML(msgs, o.Tools, gen)
+	default:
+		p, err = t.renderJinjaPrompt(msgs, o)
 	}
-	return t.renderJinjaPrompt(msgs, addGenerationPrompt)
+	if err == nil && hasTools {
+		p.untrusted = untrustedToolText(msgs, o.Tools)
+	}
+	if err == nil {
+		p.untrusted = appendStrings(p.untrusted, o.Vars, 0)
+	}
+	return p, err
 }
 
 // Encode renders messages and tokenizes the result (Prompt.Tokens).
 func (t *Template) Encode(tok *tokenizer.Tokenizer, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
-	p, err := t.RenderPrompt(msgs, addGenerationPrompt)
+	return t.EncodeWith(tok, msgs, Options{AddGenerationPrompt: addGenerationPrompt})
+}
+
+// EncodeWith is Encode with tools and extra template variables.
+func (t *Template) EncodeWith(tok *tokenizer.Tokenizer, msgs []Message, o Options) ([]int32, error) {
+	p, err := t.RenderWith(msgs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +282,15 @@ func (p Prompt) Tokens(tok *tokenizer.Tokenizer) ([]int32, error) {
 		parsed, _ := tok.Encode(c, false, true)
 		if !slices.Equal(plain, parsed) {
 			return nil, fmt.Errorf("%w: a message holds the text of a special token, and this chat template transforms message content so that it cannot be kept as text", ErrTemplate)
+		}
+	}
+	for _, c := range p.untrusted {
+		plain, err := tok.Encode(c, false, false)
+		if err != nil {
+			return nil, err
+		}
+		if parsed, _ := tok.Encode(c, false, true); !slices.Equal(plain, parsed) {
+			return nil, fmt.Errorf("%w: a tool definition or tool call holds the text of a special token (%q…)", ErrTemplate, c[:min(len(c), 40)])
 		}
 	}
 	bos := piece(tok, tok.BOS())
@@ -269,8 +356,8 @@ const (
 // slices or tests it) falls back to searching the first rendering for
 // each content; a content not found verbatim is refused by Tokens if it
 // holds special-token texts.
-func (t *Template) renderJinjaPrompt(msgs []Message, gen bool) (Prompt, error) {
-	plain, err := t.renderJinja(msgs, gen)
+func (t *Template) renderJinjaPrompt(msgs []Message, o Options) (Prompt, error) {
+	plain, err := t.renderJinja(msgs, o)
 	if err != nil {
 		return Prompt{}, err
 	}
@@ -281,12 +368,16 @@ func (t *Template) renderJinjaPrompt(msgs []Message, gen bool) (Prompt, error) {
 			usable = false
 			break
 		}
+		marked[i] = m
+		if m.Content == "" {
+			continue // templates test for empty content ({% if message.content %})
+		}
 		core := strings.TrimSpace(m.Content)
 		lead := len(m.Content) - len(strings.TrimLeftFunc(m.Content, unicode.IsSpace))
-		marked[i] = Message{Role: m.Role, Content: m.Content[:lead] + openMark + core + closeMark + m.Content[lead+len(core):]}
+		marked[i].Content = m.Content[:lead] + openMark + core + closeMark + m.Content[lead+len(core):]
 	}
 	if usable {
-		if out, err := t.renderJinja(marked, gen); err == nil {
+		if out, err := t.renderJinja(marked, o); err == nil {
 			if p, ok := unmark(out); ok && p.Text == plain {
 				return p, nil
 			}
@@ -363,28 +454,52 @@ func locate(text string, msgs []Message) Prompt {
 	return p
 }
 
-func (t *Template) renderJinja(msgs []Message, addGenerationPrompt bool) (out string, err error) {
+func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("chat: template panicked: %v", p)
 		}
 	}()
+	var ord orderTable
+	defer ord.release()
 	list := make([]any, len(msgs))
 	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		list[i] = ord.messageValue(m)
 	}
 	var raised error
-	data := exec.NewContext(map[string]any{
+	now := o.Now()
+	vars := map[string]any{}
+	for k, v := range o.Vars {
+		vars[k] = v
+	}
+	delete(vars, "tools") // only Options.Tools, checked and ordered
+	for k, v := range map[string]any{
 		"messages":              list,
-		"add_generation_prompt": addGenerationPrompt,
+		"add_generation_prompt": o.AddGenerationPrompt,
 		"bos_token":             t.bos,
 		"eos_token":             t.eos,
 		"raise_exception": func(msg string) (string, error) {
 			raised = fmt.Errorf("%w: %s", ErrTemplate, msg)
 			return "", raised
 		},
-		"range": boundedRange,
-	})
+		"range":        boundedRange,
+		"strftime_now": func(format string) string { return strftime(format, now) },
+	} {
+		vars[k] = v
+	}
+	if _, ok := vars["date_string"]; !ok {
+		vars["date_string"] = strftime("%d %b %Y", now)
+	}
+	if len(o.Tools) > 0 {
+		tools := make([]any, len(o.Tools))
+		for i, tl := range o.Tools {
+			if tools[i], err = ord.toolValue(tl); err != nil {
+				return "", err
+			}
+		}
+		vars["tools"] = tools
+	}
+	data := exec.NewContext(vars)
 	var b limitedBuilder
 	if err := t.jinja.Execute(&b, data); err != nil {
 		if raised != nil {
@@ -474,33 +589,112 @@ func renderLlama2(msgs []Message, bos, eos string, gen bool) (Prompt, error) {
 	return out.prompt(), nil
 }
 
-// renderLlama3 is Meta's Llama 3 instruct format.
-func renderLlama3(msgs []Message, bos string, gen bool) Prompt {
+// renderLlama3 is Meta's Llama 3 instruct format; with tools, Llama
+// 3.1's (as its template writes it with tools_in_user_message false, as
+// llama.cpp passes it): the tools in the system turn, calls as JSON,
+// results in ipython turns.
+func renderLlama3(msgs []Message, tools []Tool, bos string, now time.Time, gen bool) (Prompt, error) {
 	var b promptBuilder
 	b.markup(bos)
-	for _, m := range msgs {
-		b.markup("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")
-		b.content(strings.TrimSpace(m.Content))
+	if len(tools) > 0 {
+		b.markup("<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date: December 2023\nToday Date: " +
+			strftime("%d %b %Y", now) + "\n\nYou have access to the following functions. To call a function, please respond with JSON for a function call." +
+			`Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.` + "Do not use variables.\n\n")
+		var o orderTable
+		defer o.release()
+		for _, t := range tools {
+			v, err := o.toolValue(t)
+			if err != nil {
+				return Prompt{}, err
+			}
+			var j strings.Builder
+			if err := writePyJSON(&j, v, 4, 0); err != nil {
+				return Prompt{}, err
+			}
+			b.markup(j.String() + "\n\n")
+		}
+		if len(msgs) > 0 && msgs[0].Role == "system" {
+			b.content(strings.TrimSpace(msgs[0].Content))
+			msgs = msgs[1:]
+		}
 		b.markup("<|eot_id|>")
+	}
+	for _, m := range msgs {
+		switch {
+		case len(m.ToolCalls) > 0:
+			if len(m.ToolCalls) != 1 {
+				return Prompt{}, fmt.Errorf("%w: this model only supports single tool-calls at once", ErrTemplate)
+			}
+			b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n" + llama3CallText(m.ToolCalls[0]) + "<|eot_id|>")
+		case m.Role == "tool" || m.Role == "ipython":
+			// Llama 3.1's template writes results with tojson (a string too).
+			var j strings.Builder
+			writePyString(&j, m.Content)
+			b.markup("<|start_header_id|>ipython<|end_header_id|>\n\n")
+			b.content(j.String())
+			b.markup("<|eot_id|>")
+		default:
+			b.markup("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")
+			b.content(strings.TrimSpace(m.Content))
+			b.markup("<|eot_id|>")
+		}
 	}
 	if gen {
 		b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n")
 	}
-	return b.prompt()
+	return b.prompt(), nil
 }
 
-// renderChatML is the ChatML format of Qwen and others.
-func renderChatML(msgs []Message, gen bool) Prompt {
+// renderChatML is the ChatML format of Qwen and others; with tools,
+// Qwen2.5's: the tools in the system turn, calls in <tool_call>, results
+// in <tool_response> inside one user turn per run of tool messages.
+func renderChatML(msgs []Message, tools []Tool, gen bool) (Prompt, error) {
 	var b promptBuilder
-	for _, m := range msgs {
-		b.markup("<|im_start|>" + m.Role + "\n")
-		b.content(m.Content)
-		b.markup("<|im_end|>\n")
+	if len(tools) > 0 {
+		desc, err := hermesToolText(tools)
+		if err != nil {
+			return Prompt{}, err
+		}
+		b.markup("<|im_start|>system\n")
+		if len(msgs) > 0 && msgs[0].Role == "system" {
+			b.content(msgs[0].Content)
+			b.markup("\n\n")
+			msgs = msgs[1:]
+		}
+		b.markup(desc + "<|im_end|>\n")
+	}
+	for i, m := range msgs {
+		switch {
+		case len(m.ToolCalls) > 0:
+			b.markup("<|im_start|>" + m.Role)
+			if m.Content != "" {
+				b.markup("\n")
+				b.content(m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				b.markup("\n" + hermesCallText(c))
+			}
+			b.markup("<|im_end|>\n")
+		case m.Role == "tool":
+			if i == 0 || msgs[i-1].Role != "tool" {
+				b.markup("<|im_start|>user")
+			}
+			b.markup("\n<tool_response>\n")
+			b.content(m.Content)
+			b.markup("\n</tool_response>")
+			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
+				b.markup("<|im_end|>\n")
+			}
+		default:
+			b.markup("<|im_start|>" + m.Role + "\n")
+			b.content(m.Content)
+			b.markup("<|im_end|>\n")
+		}
 	}
 	if gen {
 		b.markup("<|im_start|>assistant\n")
 	}
-	return b.prompt()
+	return b.prompt(), nil
 }
 
 // Tokens tokenizes trusted prompt text with special tokens parsed

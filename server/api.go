@@ -200,10 +200,12 @@ type ChatRequest struct {
 	Messages []struct {
 		Role    string  `json:"role"`
 		Content content `json:"content"`
+		messageTools
 	} `json:"messages"`
 	// Logprobs and TopLogprobs are OpenAI's (request.go).
 	Logprobs    *bool `json:"logprobs"`
 	TopLogprobs *int  `json:"top_logprobs"`
+	toolFields
 }
 
 // CompletionRequest is the body of POST /v1/completions.
@@ -240,7 +242,7 @@ func decode(body []byte, v any) *APIError {
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &te):
-			field := strings.TrimPrefix(te.Field, "common.")
+			field := embedded.Replace(te.Field)
 			if field == "" {
 				return badRequest("", "invalid_type", "the request body must be a JSON object, got JSON %s", te.Value)
 			}
@@ -262,6 +264,9 @@ func decode(body []byte, v any) *APIError {
 	}
 	return nil
 }
+
+// embedded strips the names of embedded structs from a field's path.
+var embedded = strings.NewReplacer("common.", "", "constraintFields.", "", "toolFields.", "", "messageTools.", "")
 
 func goTypeName(t string) string {
 	switch {
@@ -293,6 +298,7 @@ type params struct {
 	sampling     sampling
 	logprobs     bool
 	topLogprobs  int
+	tools        toolParams
 	grammar      *grammar.Grammar // the output's constraint (nil: none)
 }
 
@@ -362,7 +368,7 @@ func (c *common) validate(lim Limits, defaultMax int, header string) (p params, 
 }
 
 // roles a chat message may have ("developer" is OpenAI's newer name for system).
-var roles = map[string]string{"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+var roles = map[string]string{"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 // DecodeChat parses and validates a chat completion request body.
 func DecodeChat(body []byte, lim Limits, priorityHeader string) ([]chat.Message, params, *APIError) {
@@ -390,12 +396,18 @@ func DecodeChat(body []byte, lim Limits, priorityHeader string) ([]chat.Message,
 	for i, m := range r.Messages {
 		role, ok := roles[m.Role]
 		if m.Role == "" {
-			return nil, p, badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter", "messages[%d] has no role (or is null): want system, developer, user or assistant", i)
+			return nil, p, badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter", "messages[%d] has no role (or is null): want system, developer, user, assistant or tool", i)
 		}
 		if !ok {
-			return nil, p, badRequest(fmt.Sprintf("messages[%d].role", i), "invalid_value", "messages[%d].role %q is not one of system, developer, user, assistant", i, m.Role)
+			return nil, p, badRequest(fmt.Sprintf("messages[%d].role", i), "invalid_value", "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
 		}
 		msgs[i] = chat.Message{Role: role, Content: string(m.Content)}
+		if err := messageToolFields(i, m.messageTools, &msgs[i]); err != nil {
+			return nil, p, err
+		}
+	}
+	if p.tools, err = r.toolFields.validateTools(); err != nil {
+		return nil, p, err
 	}
 	return msgs, p, nil
 }

@@ -32,6 +32,7 @@ import (
 	"shade/chat"
 	"shade/elastic"
 	"shade/engine"
+	"shade/grammar"
 	"shade/sample"
 	"shade/speculate"
 )
@@ -397,10 +398,11 @@ func (s *Server) handlePolicy(w http.ResponseWriter, r *http.Request) *APIError 
 
 // generation is a validated request ready to queue.
 type generation struct {
-	p      params
-	prompt []int32
-	chat   bool
-	id     string
+	p           params
+	prompt      []int32
+	chat        bool
+	id          string
+	toolGrammar *grammar.Grammar // enforces a forced tool_choice
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
@@ -409,7 +411,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if aerr != nil {
 			return generation{}, aerr
 		}
-		rendered, err := s.tmpl.RenderPrompt(msgs, true)
+		o := chat.Options{AddGenerationPrompt: true, Vars: p.tools.vars}
+		if p.tools.choice.Mode != "none" {
+			o.Tools = p.tools.tools
+		}
+		rendered, err := s.tmpl.RenderWith(msgs, o)
 		if err != nil {
 			return generation{}, badRequest("messages", "invalid_value", "%v", err)
 		}
@@ -420,7 +426,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *APIError {
 		if err != nil {
 			return generation{}, badRequest("messages", "invalid_value", "%v", err)
 		}
-		return generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID()}, nil
+		tg, aerr := s.toolGrammar(p.tools)
+		if aerr != nil {
+			return generation{}, aerr
+		}
+		if tg != nil && p.grammar != nil {
+			return generation{}, badRequest("tool_choice", "invalid_value", "tool_choice %s constrains the reply to tool calls: it cannot be combined with response_format, grammar or json_schema", p.tools.choice.Mode)
+		}
+		return generation{p: p, prompt: prompt, chat: true, id: "chatcmpl-" + randomID(), toolGrammar: tg}, nil
 	})
 }
 
@@ -542,6 +555,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = s.opt.Ctx // until the context is full
 	}
+	if g.toolGrammar != nil {
+		req.Grammar = g.toolGrammar
+	}
 	if aerr := s.grammarBudget(req, len(g.prompt)); aerr != nil {
 		return aerr
 	}
@@ -600,9 +616,13 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generat
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
 	u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
 	if g.chat {
+		msg := map[string]any{"role": "assistant", "content": out.String()}
+		if tr := s.toolReader(g); tr != nil {
+			msg, reason = tr.message(out.String()), tr.reason(reason)
+		}
 		writeJSON(w, map[string]any{
 			"id": g.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": out.String()},
+			"choices": []any{map[string]any{"index": 0, "message": msg,
 				"logprobs": s.logprobs(g, toks), "finish_reason": reason}},
 			"usage": u, "system_fingerprint": "shade",
 		})
@@ -688,12 +708,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 		gone()
 		return
 	}
+	tr := s.toolReader(g)
+	sendText := func(piece string, toks []engine.Token, final bool) bool {
+		if tr != nil {
+			return tr.stream(piece, final, func(t string) map[string]any { return chunk(t, nil, nil, false) }, send)
+		}
+		return (piece == "" && len(toks) == 0) || send(chunk(piece, toks, nil, false))
+	}
 	for {
 		if !s.wait(w, r, j) {
 			return
 		}
 		text, toks, finished, st, err := j.takeTokens()
-		if (text != "" || len(toks) > 0) && !send(chunk(text, toks, nil, false)) {
+		if !sendText(text, toks, finished && err == nil) {
 			gone()
 			return
 		}
@@ -715,6 +742,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 		if reason == "" {
 			continue
 		}
+		reason = tr.reason(reason)
 		if !send(chunk("", nil, reason, false)) {
 			markGone(w)
 			return
