@@ -38,6 +38,14 @@ type Session struct {
 	// final stats are taken.
 	stepStart time.Time
 	stream0   *weights.Stats // the streamer's counters when the session began
+	// The prefix cache (prefix.go): the prefix the session started from,
+	// how many prompt tokens it took from it, whether to keep the KV when
+	// done, and what was kept.
+	from    *Prefix
+	cached  int
+	keep    bool
+	kept    *Prefix
+	drafter *speculate.ModelDrafter
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -46,6 +54,10 @@ type Session struct {
 // tokenize their own text). Errors wrapping ErrPromptTooLong mean the prompt
 // does not fit the context.
 func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
+	return e.newSession(r, prompt, nil)
+}
+
+func (e *Engine) newSession(r Request, prompt []int32, from *Prefix) (*Session, error) {
 	sampler, err := sample.New(r.Sampling)
 	if err != nil {
 		return nil, err
@@ -83,13 +95,13 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if err := e.checkContext(n, spare); err != nil {
 		return nil, err
 	}
-	s, err := e.Model.NewState(n + spare)
+	s, cached, err := e.prefixState(from, prompt, n+spare)
 	if err != nil {
 		return nil, err
 	}
 	var drafter *speculate.ModelDrafter
 	if e.Draft != nil && r.Spec.Mode != speculate.ModeOff && r.Spec.Mode != speculate.ModeNgram {
-		if drafter, err = speculate.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
+		if drafter, err = e.prefixDrafter(from, n+spare, r.Sampling); err != nil {
 			return nil, err
 		}
 		drafter.ShareRankStats(e.DraftRanks)
@@ -109,8 +121,8 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 		dec.Prefill = r.PrefillSize
 	}
 	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
-		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats()}
-	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt}
+		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), from: from, cached: cached, drafter: drafter}
+	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt, CachedTokens: cached}
 	return ss, nil
 }
 
@@ -140,7 +152,7 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 			s.sampler.Accept(t)
 		}
 		t0 := time.Now()
-		if err := s.dec.Start(s.prompt); err != nil {
+		if err := s.dec.StartCached(s.prompt, s.cached); err != nil {
 			s.finish()
 			return true, err
 		}
@@ -218,7 +230,8 @@ func (s *Session) finish() {
 	ss := s.dec.Stats()
 	s.st.Spec = &ss
 	s.st.Stream = s.streamSince()
-	s.state, s.dec, s.sampler = nil, nil, nil
+	s.kept = s.keptPrefix()
+	s.state, s.dec, s.sampler, s.drafter, s.from = nil, nil, nil, nil, nil
 }
 
 // Close ends the session early (StopReason "canceled" if it had not
