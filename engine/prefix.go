@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 
 	"shade/model"
@@ -54,13 +55,36 @@ func CommonPrefix(a, b []int32) int {
 // The output is the same as NewSession's. Once the session is done,
 // TakePrefix gives its KV back for the next turn.
 func (e *Engine) NewSessionFrom(r Request, prompt []int32, p *Prefix) (*Session, error) {
-	s, err := e.newSession(r, prompt, p)
-	if err != nil {
-		return nil, err
-	}
-	s.keep = true
-	return s, nil
+	return e.newSession(r, prompt, p, true)
 }
+
+// spareSlots is how many slots beyond the context a request's caches
+// need: room for the batch in flight. Sessions that keep their KV get at
+// least a governed session's room, so that a cached prefix serves
+// foreground and background requests alike.
+func spareSlots(r Request, keep bool) int {
+	spare := 0
+	if r.Spec.Mode != speculate.ModeOff {
+		spare = max(r.Spec.DraftMax, 8) + 1
+	}
+	if r.Spec.Deps.Governor != nil {
+		spare = 64 + 1 // room for verify batches widened by n-gram filling
+	}
+	if keep {
+		spare = max(spare, 64+1)
+	}
+	if r.Spec.Mode == speculate.ModeFlash {
+		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
+	}
+	return spare
+}
+
+// SessionSlots is the capacity of the KV caches a session from
+// NewSessionFrom of r needs: a prefix with fewer Slots is not used.
+func (e *Engine) SessionSlots(r Request) int { return e.ContextSize(r.Ctx) + spareSlots(r, true) }
+
+// Slots is the capacity of the prefix's caches.
+func (p *Prefix) Slots() int { return p.target.Cache.Cap() }
 
 // prefixState returns the target state a session of capacity slots runs
 // on: p's if it fits, with how many of the prompt's tokens it holds, or a
@@ -131,4 +155,35 @@ func (s *Session) keptPrefix() *Prefix {
 		p.draftSeen = slices.Clone(p.draftSeen)
 	}
 	return p
+}
+
+// Fork returns a new prefix holding a copy of the KV of p's first n
+// tokens (and of the draft's, as far as it saw them), leaving p as it is:
+// a request that shares only the beginning of a cached conversation (a
+// system prompt, a regenerated reply) starts from it without taking the
+// conversation's KV away.
+func (p *Prefix) Fork(n int) (*Prefix, error) {
+	if n < 0 || n > len(p.tokens) {
+		return nil, fmt.Errorf("engine: fork of %d tokens of a prefix of %d", n, len(p.tokens))
+	}
+	t, err := p.target.Model().NewState(p.target.Cache.Cap())
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Cache.CopyFrom(p.target.Cache, n); err != nil {
+		return nil, err
+	}
+	q := &Prefix{tokens: slices.Clone(p.tokens[:n]), target: t}
+	if p.draft != nil {
+		k := min(n, len(p.draftSeen))
+		d, err := p.draft.Model().NewState(p.draft.Cache.Cap())
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Cache.CopyFrom(p.draft.Cache, k); err != nil {
+			return nil, err
+		}
+		q.draft, q.draftSeen = d, slices.Clone(p.draftSeen[:k])
+	}
+	return q, nil
 }

@@ -69,6 +69,18 @@ func TestPrefixSessionsEqualFresh(t *testing.T) {
 				if p = s.TakePrefix(); p == nil {
 					t.Fatalf("turn %d: no prefix kept", turn)
 				}
+				// A fork of the prompt's beginning regenerates the reply.
+				f, err := p.Fork(len(prompt) / 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fs, err := e.NewSessionFrom(req, prompt, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st := runSession(t, fs); !slices.Equal(st.Tokens, want.Tokens) || st.CachedTokens != len(prompt)/2 {
+					t.Fatalf("turn %d: from a fork of %d tokens (%d cached)\n got %v\nwant %v", turn, len(prompt)/2, st.CachedTokens, st.Tokens, want.Tokens)
+				}
 				if s.TakePrefix() != nil {
 					t.Error("TakePrefix gave the prefix twice")
 				}

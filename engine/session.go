@@ -54,10 +54,10 @@ type Session struct {
 // tokenize their own text). Errors wrapping ErrPromptTooLong mean the prompt
 // does not fit the context.
 func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
-	return e.newSession(r, prompt, nil)
+	return e.newSession(r, prompt, nil, false)
 }
 
-func (e *Engine) newSession(r Request, prompt []int32, from *Prefix) (*Session, error) {
+func (e *Engine) newSession(r Request, prompt []int32, from *Prefix, keep bool) (*Session, error) {
 	sampler, err := sample.New(r.Sampling)
 	if err != nil {
 		return nil, err
@@ -82,16 +82,7 @@ func (e *Engine) newSession(r Request, prompt []int32, from *Prefix) (*Session, 
 	if r.Spec.Mode != speculate.ModeOff && e.Draft == nil && (r.Spec.Mode == speculate.ModeChain || r.Spec.Mode == speculate.ModeTree || r.Spec.Mode == speculate.ModeFlash) {
 		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
 	}
-	spare := 0
-	if r.Spec.Mode != speculate.ModeOff {
-		spare = max(r.Spec.DraftMax, 8) + 1
-	}
-	if r.Spec.Deps.Governor != nil {
-		spare = 64 + 1 // room for verify batches widened by n-gram filling
-	}
-	if r.Spec.Mode == speculate.ModeFlash {
-		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
-	}
+	spare := spareSlots(r, keep)
 	if err := e.checkContext(n, spare); err != nil {
 		return nil, err
 	}
@@ -121,7 +112,7 @@ func (e *Engine) newSession(r Request, prompt []int32, from *Prefix) (*Session, 
 		dec.Prefill = r.PrefillSize
 	}
 	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
-		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), from: from, cached: cached, drafter: drafter}
+		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), from: from, cached: cached, keep: keep, drafter: drafter}
 	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt, CachedTokens: cached}
 	return ss, nil
 }

@@ -66,6 +66,11 @@ type Options struct {
 	// bytes of request bodies held meanwhile (default 4 × MaxBodyBytes).
 	MaxPreparing int
 	BodyBudget   int64
+	// PrefixCache is the memory the KV of finished generations may keep,
+	// for requests whose prompts share a prefix with them (a
+	// conversation's next turn) to start from (default
+	// DefaultPrefixCache; < 0: no cache).
+	PrefixCache int64
 }
 
 // Server serves one engine over HTTP.
@@ -155,7 +160,10 @@ func New(e *engine.Engine, opt Options) *Server {
 			opt.Log.Printf("shade serve: %s", warn)
 		}
 	}
-	s.sched = newScheduler(e, s.m, opt.QueueSize, opt.Elastic)
+	if opt.PrefixCache == 0 {
+		opt.PrefixCache = DefaultPrefixCache
+	}
+	s.sched = newScheduler(e, s.m, opt.QueueSize, opt.Elastic, newPrefixCache(opt.PrefixCache, s.m.reg))
 	s.mux = http.NewServeMux()
 	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
 	s.route("/v1/completions", http.MethodPost, s.handleCompletion)
@@ -502,6 +510,9 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails says how many prompt tokens came from the
+	// prefix cache (cache.go).
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
 }
 
 func finishReason(stop string) string {
@@ -614,7 +625,7 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generat
 		}
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
-	u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
+	u := usageOf(len(g.prompt), st)
 	if g.chat {
 		writeJSON(w, map[string]any{
 			"id": g.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.opt.ModelID,
@@ -733,7 +744,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			return
 		}
 		if g.p.includeUsage {
-			u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
+			u := usageOf(len(g.prompt), st)
 			c := chunk("", nil, false)
 			c["choices"] = []any{}
 			c["usage"] = u
