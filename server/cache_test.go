@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"shade/sample"
+	"slices"
 	"testing"
 
 	"shade/engine"
@@ -127,4 +131,105 @@ func get(t *testing.T, url string) (int, []byte) {
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
 	return r.StatusCode, b
+}
+
+// The cache takes over an entry a prompt extends, forks one it shares only
+// the beginning of, keeps to its budget least recently used out first, and
+// drops entries a newer one extends.
+func TestPrefixCacheEntries(t *testing.T) {
+	e := stories(t)
+	req := engine.Request{MaxTokens: moveSlack + 16, Ctx: 256, Sampling: sample.Params{Temp: 0}}
+	slots := e.SessionSlots(req)
+	// prefix runs a session of prompt (from p) and returns its KV.
+	prefix := func(prompt []int32, p *engine.Prefix) *engine.Prefix {
+		s, err := e.NewSessionFrom(req, prompt, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for !s.Done() {
+			if _, err := s.Step(context.Background(), func(string) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s.TakePrefix()
+	}
+	tokens := func(text string) []int32 {
+		ids, err := e.Tok.Encode(text, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	a := prefix(tokens("Once upon a time there was a cat who lived in a house with a dog."), nil)
+	b := prefix(tokens("The sun was shining and the birds were singing in the big green park."), nil)
+	size := a.Bytes()
+	reg := prometheus.NewRegistry()
+	c := newPrefixCache(2*size, reg)
+	c.put(a)
+	c.put(b)
+	// A prompt extending a: a is taken over.
+	long := append(slices.Clone(a.Tokens()), tokens(" Then")[1:]...)
+	if got := c.take(long, slots); got != a {
+		t.Fatalf("take of a prompt extending a: %p, want a (%p)", got, a)
+	}
+	if len(c.entries) != 1 || c.bytes != size {
+		t.Fatalf("%d entries, %d bytes after a take", len(c.entries), c.bytes)
+	}
+	// Too small a context: not taken.
+	c.put(a)
+	if got := c.take(long, a.Slots()+1); got != nil {
+		t.Error("an entry with too few slots was taken")
+	}
+	// A prompt sharing only b's first words, far fewer than b holds: a
+	// fork, and b stays.
+	short := tokens("The sun was shining and the birds were singing in the big red barn and the cows")
+	shared := engine.CommonPrefix(short, b.Tokens())
+	f := c.take(short, slots)
+	if f == nil || f == b || len(f.Tokens()) != shared || len(c.entries) != 2 {
+		t.Fatalf("fork: %v (%d entries), want %d tokens of b", f, len(c.entries), shared)
+	}
+	// b was touched: a third entry evicts a, the least recently used.
+	d := prefix(tokens("A little boy named Tim had a red ball that he liked to play with every day."), nil)
+	c.put(d)
+	if len(c.entries) != 2 || c.entries[0] != b || c.entries[1] != d || c.bytes != 2*size {
+		t.Fatalf("after an eviction: %d entries, %d bytes", len(c.entries), c.bytes)
+	}
+	if v := counterValue(t, reg, "shade_prefix_cache_evictions_total"); v != 1 {
+		t.Errorf("%v evictions", v)
+	}
+	// An entry that extends d replaces it.
+	d2 := prefix(append(slices.Clone(d.Tokens()), tokens(" He")[1:]...), c.take(append(slices.Clone(d.Tokens()), tokens(" He")[1:]...), slots))
+	c.put(d2)
+	if len(c.entries) != 2 || c.entries[1] != d2 || c.bytes != 2*size {
+		t.Fatalf("after putting an extension: %d entries", len(c.entries))
+	}
+	// Unrelated prompts get nothing; an entry over the budget is not kept.
+	if got := c.take(tokens("Zebras"), slots); got != nil {
+		t.Errorf("a prompt sharing only BOS got %d tokens", len(got.Tokens()))
+	}
+	small := newPrefixCache(size-1, prometheus.NewRegistry())
+	small.put(a)
+	if len(small.entries) != 0 {
+		t.Error("an entry larger than the budget was kept")
+	}
+	var none *prefixCache
+	none.put(a)
+	if none.take(long, slots) != nil {
+		t.Error("a nil cache gave a prefix")
+	}
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
