@@ -251,7 +251,7 @@ func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http
 			}
 			s.count(endpoint, code)
 		}()
-		if !s.hostAllowed(r.Host) {
+		if !s.hostAllowed(r.Host) && !overUnixSocket(r) {
 			writeError(w, apiError(http.StatusForbidden, "invalid_request_error", "host_not_allowed",
 				"the Host %q is not a name this server answers to: start it with --allowed-host NAME to use that name", r.Host))
 			return
@@ -764,9 +764,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 // that clients hear why; then the generations still running are ended
 // (a stream gets an error event and its [DONE]), the listener closes and
 // the scheduler stops.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if a, ok := ln.Addr().(*net.TCPAddr); ok {
-		s.served.Store(a.IP)
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error { return s.ServeAll(ctx, ln) }
+
+// ServeAll is Serve on several listeners at once (TCP and a Unix-domain
+// socket, say: ListenUnix), with one shutdown for them all.
+func (s *Server) ServeAll(ctx context.Context, lns ...net.Listener) error {
+	if len(lns) == 0 {
+		return errors.New("server: no listener")
+	}
+	for _, ln := range lns {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			s.served.Store(a.IP)
+			break
+		}
 	}
 	hs := &http.Server{
 		Handler:           s.mux,
@@ -777,9 +787,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          s.opt.Log,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:       markUnixConn,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- hs.Serve(ln) }()
+	}
+	wait := func() {
+		for range len(lns) - 1 {
+			<-errc
+		}
+	}
 	// A model file changed under the server stops it (after answering 500
 	// to the request that met it): the mapping can no longer be trusted, a
 	// cut file fails every request and a rewritten one computes with
@@ -787,6 +805,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var broken error
 	select {
 	case err := <-errc:
+		hs.Close()
+		wait()
 		s.Close()
 		return err
 	case <-ctx.Done():
@@ -817,7 +837,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 	}
 	s.Close()
-	<-errc
+	for range lns {
+		<-errc
+	}
 	if broken != nil {
 		return fmt.Errorf("server: stopped: %w", broken)
 	}
