@@ -148,7 +148,7 @@ func (s *Session) Step(ctx context.Context, emit func(text string) error) (done 
 			return true, err
 		}
 		s.st.PromptDuration = time.Since(t0)
-		s.st.PromptTPS = rate(len(s.prompt), s.st.PromptDuration)
+		s.st.PromptTPS = rate(len(s.prompt)-s.cached, s.st.PromptDuration) // the tokens run
 		s.st.StopReason = "length"
 		return s.stopped(), nil
 	}
