@@ -27,7 +27,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pf := addPolicyFlag(fs, "off", "elastic policy of background requests at start; POST /v1/shade/policy switches it at run time")
 	host := fs.String("host", "127.0.0.1", "address to listen on (only loopback is safe without --api-key)")
 	port := fs.Int("port", 8080, "TCP port (0: any free port, printed on stderr)")
-	socket := fs.String("socket", "", "also listen on a Unix-domain socket at `path` (mode 0600; a stale socket there is replaced, removed on exit); alone unless --host or --port is given too")
+	socket := fs.String("socket", "", "listen on a Unix-domain socket at `path` (mode 0600; a stale socket there is replaced; removed on exit), and on TCP only if --host or --port is given too")
 	cacheMiB := fs.Int("cache-mib", server.DefaultPrefixCache>>20, "MiB of KV the prefix cache keeps from finished requests, for the next turn of a conversation to start from (0: off)")
 	apiKey := fs.String("api-key", os.Getenv("SHADE_API_KEY"), "require \"Authorization: Bearer KEY\" (default: $SHADE_API_KEY)")
 	queue := fs.Int("queue", 16, "generation requests waiting or running at once; more get 429")
