@@ -14,11 +14,12 @@ import (
 const DefaultPrefixCache = 256 << 20
 
 // Prefix-cache matching: an entry is taken over by a request that uses all
-// of it but at most moveSlack tokens (a conversation's next turn: the tail
-// lost is at most what the reply's re-rendering changes), and copied from
-// when the request shares at least minFork tokens of it but would throw
-// more away (a regenerated reply, another conversation with the same
-// system prompt), so the entry stays for the conversation it belongs to.
+// of it, or all but at most moveSlack tokens of it and at least minFork (a
+// conversation's next turn: the tail lost is at most what the reply's
+// re-rendering changes), and copied from when the request shares at least
+// minFork tokens of it but would throw more away (a regenerated reply,
+// another conversation with the same system prompt), so the entry stays for
+// the conversation it belongs to. Fewer shared tokens are not worth it.
 const (
 	moveSlack = 64
 	minFork   = 16
@@ -93,12 +94,13 @@ func (c *prefixCache) take(prompt []int32, slots int) *engine.Prefix {
 	}
 	p := c.entries[best]
 	usable := min(bestN, len(prompt)-1) // the last prompt token always runs
-	if len(p.Tokens())-usable <= moveSlack {
+	lost := len(p.Tokens()) - usable
+	switch {
+	case lost == 0 || usable >= minFork && lost <= moveSlack:
 		c.remove(best)
 		return p
-	}
-	if usable < minFork {
-		return nil
+	case usable < minFork:
+		return nil // not worth another conversation's entry, nor a copy
 	}
 	f, err := p.Fork(usable)
 	if err != nil {
