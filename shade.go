@@ -246,6 +246,9 @@ type Result struct {
 	// Logprobs has one entry per generated token when GenerateOptions asks
 	// for them (see TokenLogprob).
 	Logprobs []TokenLogprob
+	// CachedTokens of the prompt's came from the conversation's KV
+	// (Conversation) instead of being prefilled again.
+	CachedTokens int
 }
 
 // Generate continues prompt (special tokens such as <|im_start|> in it are
@@ -352,14 +355,25 @@ func (m *Model) Stream(ctx context.Context, prompt string, o GenerateOptions) (t
 func (m *Model) TemplateName() string { return m.tmpl.Name() }
 
 func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error) (Result, error) {
+	r, _, err := m.runFrom(ctx, ids, o, onText, nil, false)
+	return r, err
+}
+
+// runFrom is run starting from the KV of from (nil: none); with keep it
+// returns the session's KV for the next turn (see Conversation).
+func (m *Model) runFrom(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error, from *engine.Prefix, keep bool) (Result, *engine.Prefix, error) {
 	p := sample.Params{Temp: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, RepeatPenalty: 1, RepeatLastN: 64, Seed: o.Seed}
 	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec, Grammar: o.Grammar}
 	o.apply(&req)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, err := m.e.NewSession(req, ids)
+	newSession := m.e.NewSession
+	if keep {
+		newSession = func(r engine.Request, ids []int32) (*engine.Session, error) { return m.e.NewSessionFrom(r, ids, from) }
+	}
+	s, err := newSession(req, ids)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	defer s.Close()
 	var text []byte
@@ -382,5 +396,7 @@ func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText 
 	if st.Spec != nil {
 		r.AcceptanceRate = st.Spec.AcceptanceRate()
 	}
-	return r, err
+	r.CachedTokens = st.CachedTokens
+	s.Close()
+	return r, s.TakePrefix(), err
 }

@@ -255,7 +255,10 @@ const (
 
 // Stats describes a finished generation.
 type Stats struct {
-	PromptTokens   int              `json:"prompt_tokens"`
+	PromptTokens int `json:"prompt_tokens"`
+	// CachedTokens of the prompt's came from a prefix (NewSessionFrom)
+	// instead of being run.
+	CachedTokens   int              `json:"cached_tokens"`
 	PromptDuration time.Duration    `json:"prompt_ns"`
 	PromptTPS      float64          `json:"prompt_tokens_per_s"`
 	GenTokens      int              `json:"generated_tokens"`

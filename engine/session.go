@@ -42,6 +42,14 @@ type Session struct {
 	stepStart time.Time
 	stream0   *weights.Stats   // the streamer's counters when the session began
 	matcher   *grammar.Matcher // the request's grammar, followed (nil: none)
+	// The prefix cache (prefix.go): the prefix the session started from,
+	// how many prompt tokens it took from it, whether to keep the KV when
+	// done, and what was kept.
+	from    *Prefix
+	cached  int
+	keep    bool
+	kept    *Prefix
+	drafter *speculate.ModelDrafter
 }
 
 // NewSession tokenizes and checks a request and allocates its state (the
@@ -50,6 +58,10 @@ type Session struct {
 // tokenize their own text). Errors wrapping ErrPromptTooLong mean the prompt
 // does not fit the context.
 func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
+	return e.newSession(r, prompt, nil, false)
+}
+
+func (e *Engine) newSession(r Request, prompt []int32, from *Prefix, keep bool) (*Session, error) {
 	sampler, err := sample.New(r.Sampling)
 	if err != nil {
 		return nil, err
@@ -80,26 +92,17 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 	if r.Spec.Mode != speculate.ModeOff && e.Draft == nil && (r.Spec.Mode == speculate.ModeChain || r.Spec.Mode == speculate.ModeTree || r.Spec.Mode == speculate.ModeFlash) {
 		return nil, fmt.Errorf("engine: speculative mode %v needs a draft model (--draft)", r.Spec.Mode)
 	}
-	spare := 0
-	if r.Spec.Mode != speculate.ModeOff {
-		spare = max(r.Spec.DraftMax, 8) + 1
-	}
-	if r.Spec.Deps.Governor != nil {
-		spare = 64 + 1 // room for verify batches widened by n-gram filling
-	}
-	if r.Spec.Mode == speculate.ModeFlash {
-		spare = max(spare, r.Spec.MaxNodes, 64, r.Spec.DraftMax) + 1 // a gain-cost tree's safety cap
-	}
+	spare := spareSlots(r, keep)
 	if err := e.checkContext(n, spare); err != nil {
 		return nil, err
 	}
-	s, err := e.Model.NewState(n + spare)
+	s, cached, err := e.prefixState(from, prompt, n+spare)
 	if err != nil {
 		return nil, err
 	}
 	var drafter *speculate.ModelDrafter
 	if e.Draft != nil && r.Spec.Mode != speculate.ModeOff && r.Spec.Mode != speculate.ModeNgram {
-		if drafter, err = speculate.NewModelDrafter(e.Draft, n+spare, r.Sampling); err != nil {
+		if drafter, err = e.prefixDrafter(from, n+spare, r.Sampling); err != nil {
 			return nil, err
 		}
 		drafter.ShareRankStats(e.DraftRanks)
@@ -119,11 +122,12 @@ func (e *Engine) NewSession(r Request, prompt []int32) (*Session, error) {
 		dec.Prefill = r.PrefillSize
 	}
 	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
-		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), text: output{stops: r.Stop}}
+		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), text: output{stops: r.Stop},
+		from: from, cached: cached, keep: keep, drafter: drafter}
 	if r.Logprobs {
 		dec.OnToken(ss.onToken)
 	}
-	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt}
+	ss.st = Stats{LoadDuration: e.LoadTime, ContextCapacity: n, PromptTokens: len(prompt), PromptTokenIDs: prompt, CachedTokens: cached}
 	return ss, nil
 }
 
@@ -169,12 +173,12 @@ func (s *Session) StepPieces(ctx context.Context, emit func(Piece) error) (done 
 			return true, err
 		}
 		t0 := time.Now()
-		if err := s.dec.Start(s.prompt); err != nil {
+		if err := s.dec.StartCached(s.prompt, s.cached); err != nil {
 			s.finish()
 			return true, err
 		}
 		s.st.PromptDuration = time.Since(t0)
-		s.st.PromptTPS = rate(len(s.prompt), s.st.PromptDuration)
+		s.st.PromptTPS = rate(len(s.prompt)-s.cached, s.st.PromptDuration) // the tokens run
 		s.st.StopReason = "length"
 		return s.stopped(), nil
 	}
@@ -281,7 +285,8 @@ func (s *Session) finish() {
 	ss := s.dec.Stats()
 	s.st.Spec = &ss
 	s.st.Stream = s.streamSince()
-	s.state, s.dec, s.sampler = nil, nil, nil
+	s.kept = s.keptPrefix()
+	s.state, s.dec, s.sampler, s.drafter, s.from = nil, nil, nil, nil, nil
 }
 
 // Close ends the session early (StopReason "canceled" if it had not

@@ -73,3 +73,45 @@ func TestNewTooLarge(t *testing.T) {
 		}
 	}
 }
+
+func TestCopyFrom(t *testing.T) {
+	src, _ := New(2, 3, 8)
+	for s := range 5 {
+		for l := range 2 {
+			for i := range 3 {
+				src.K(l, s)[i] = uint16(100*l + 10*s + i)
+				src.V(l, s)[i] = uint16(1000 + 100*l + 10*s + i)
+			}
+		}
+	}
+	if err := src.Commit([]int{0, 1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	dst, _ := New(2, 3, 6)
+	if err := dst.CopyFrom(src, 3); err != nil {
+		t.Fatal(err)
+	}
+	if dst.Len() != 3 {
+		t.Fatalf("Len %d after copying 3", dst.Len())
+	}
+	for s := range 3 {
+		for l := range 2 {
+			if dst.K(l, s)[2] != src.K(l, s)[2] || dst.V(l, s)[1] != src.V(l, s)[1] {
+				t.Fatalf("slot %d layer %d differs", s, l)
+			}
+		}
+	}
+	dst.K(0, 0)[0] = 7
+	if src.K(0, 0)[0] == 7 {
+		t.Error("the copy shares memory with its source")
+	}
+	other, _ := New(2, 4, 8)
+	for _, c := range []struct {
+		dst *Cache
+		n   int
+	}{{dst, 6}, {dst, -1}, {other, 2}} {
+		if err := c.dst.CopyFrom(src, c.n); err == nil {
+			t.Errorf("copy of %d into %d×%d: no error", c.n, c.dst.layers, c.dst.dim)
+		}
+	}
+}

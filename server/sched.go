@@ -147,14 +147,15 @@ type scheduler struct {
 	gov    *elastic.Governor
 	flavor elastic.Policy
 	govObs governorObserver // owned by the scheduler goroutine
+	cache  *prefixCache     // nil: no prefix cache
 
 	// broken receives the first error saying the model file changed
 	// under the server (gguf.ErrModelFileChanged); Serve then stops.
 	broken chan error
 }
 
-func newScheduler(e *engine.Engine, m *metrics, limit int, gov *elastic.Governor) *scheduler {
-	s := &scheduler{e: e, m: m, limit: limit, policy: PolicyFull, gov: gov, flavor: elastic.Balanced,
+func newScheduler(e *engine.Engine, m *metrics, limit int, gov *elastic.Governor, cache *prefixCache) *scheduler {
+	s := &scheduler{e: e, m: m, limit: limit, policy: PolicyFull, gov: gov, flavor: elastic.Balanced, cache: cache,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), broken: make(chan error, 1)}
 	if gov != nil && gov.Policy() != elastic.Off {
 		s.policy, s.flavor = PolicyElastic, gov.Policy()
@@ -332,7 +333,7 @@ func (s *scheduler) step(j *job) {
 			// watches (full), and may change while the session runs.
 			j.req.Spec.Deps.Governor = s.gov
 		}
-		sess, err := s.e.NewSession(j.req, j.prompt)
+		sess, err := s.newSession(j)
 		if err != nil {
 			s.complete(j, engine.Stats{PromptTokens: len(j.prompt)}, err)
 			return
@@ -354,6 +355,7 @@ func (s *scheduler) step(j *job) {
 	}
 	if done || err != nil {
 		j.sess.Close()
+		s.cache.put(j.sess.TakePrefix())
 		s.complete(j, j.sess.Stats(), err)
 	}
 }

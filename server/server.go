@@ -70,6 +70,11 @@ type Options struct {
 	// bytes of request bodies held meanwhile (default 4 × MaxBodyBytes).
 	MaxPreparing int
 	BodyBudget   int64
+	// PrefixCache is the memory the KV of finished generations may keep,
+	// for requests whose prompts share a prefix with them (a
+	// conversation's next turn) to start from (default
+	// DefaultPrefixCache; < 0: no cache).
+	PrefixCache int64
 }
 
 // Server serves one engine over HTTP.
@@ -159,7 +164,10 @@ func New(e *engine.Engine, opt Options) *Server {
 			opt.Log.Printf("shade serve: %s", warn)
 		}
 	}
-	s.sched = newScheduler(e, s.m, opt.QueueSize, opt.Elastic)
+	if opt.PrefixCache == 0 {
+		opt.PrefixCache = DefaultPrefixCache
+	}
+	s.sched = newScheduler(e, s.m, opt.QueueSize, opt.Elastic, newPrefixCache(opt.PrefixCache, s.m.reg))
 	s.mux = http.NewServeMux()
 	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
 	s.route("/v1/completions", http.MethodPost, s.handleCompletion)
@@ -247,7 +255,7 @@ func (s *Server) route(pattern, method string, h func(http.ResponseWriter, *http
 			}
 			s.count(endpoint, code)
 		}()
-		if !s.hostAllowed(r.Host) {
+		if !s.hostAllowed(r.Host) && !overUnixSocket(r) {
 			writeError(w, apiError(http.StatusForbidden, "invalid_request_error", "host_not_allowed",
 				"the Host %q is not a name this server answers to: start it with --allowed-host NAME to use that name", r.Host))
 			return
@@ -512,6 +520,9 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails says how many prompt tokens came from the
+	// prefix cache (cache.go).
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
 }
 
 func finishReason(stop string) string {
@@ -614,7 +625,7 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, j *job, g generat
 	}
 	reason := finishReason(st.StopReason)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
-	u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
+	u := usageOf(len(g.prompt), st)
 	if g.chat {
 		msg := map[string]any{"role": "assistant", "content": out.String()}
 		if tr := s.toolReader(g); tr != nil {
@@ -748,7 +759,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 			return
 		}
 		if g.p.includeUsage {
-			u := usage{PromptTokens: len(g.prompt), CompletionTokens: st.GenTokens, TotalTokens: len(g.prompt) + st.GenTokens}
+			u := usageOf(len(g.prompt), st)
 			c := chunk("", nil, nil, false)
 			c["choices"] = []any{}
 			c["usage"] = u
@@ -768,9 +779,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, g genera
 // that clients hear why; then the generations still running are ended
 // (a stream gets an error event and its [DONE]), the listener closes and
 // the scheduler stops.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if a, ok := ln.Addr().(*net.TCPAddr); ok {
-		s.served.Store(a.IP)
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error { return s.ServeAll(ctx, ln) }
+
+// ServeAll is Serve on several listeners at once (TCP and a Unix-domain
+// socket, say: ListenUnix), with one shutdown for them all.
+func (s *Server) ServeAll(ctx context.Context, lns ...net.Listener) error {
+	if len(lns) == 0 {
+		return errors.New("server: no listener")
+	}
+	for _, ln := range lns {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			s.served.Store(a.IP)
+			break
+		}
 	}
 	hs := &http.Server{
 		Handler:           s.mux,
@@ -781,9 +802,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          s.opt.Log,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:       markUnixConn,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- hs.Serve(ln) }()
+	}
+	wait := func() {
+		for range len(lns) - 1 {
+			<-errc
+		}
+	}
 	// A model file changed under the server stops it (after answering 500
 	// to the request that met it): the mapping can no longer be trusted, a
 	// cut file fails every request and a rewritten one computes with
@@ -791,6 +820,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var broken error
 	select {
 	case err := <-errc:
+		hs.Close()
+		wait()
 		s.Close()
 		return err
 	case <-ctx.Done():
@@ -821,7 +852,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 	}
 	s.Close()
-	<-errc
+	for range lns {
+		<-errc
+	}
 	if broken != nil {
 		return fmt.Errorf("server: stopped: %w", broken)
 	}

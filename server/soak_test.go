@@ -160,7 +160,9 @@ func TestSoak(t *testing.T) {
 	}
 	e := stories(t)
 	g00, fd00 := runtime.NumGoroutine(), openFiles()
-	s := New(e, Options{QueueSize: 6, ShutdownDrain: 20 * time.Second})
+	// A prefix cache small enough to fill in the first round: the second
+	// then shows that it stays within its budget.
+	s := New(e, Options{QueueSize: 6, ShutdownDrain: 20 * time.Second, PrefixCache: 8 << 20})
 	url, cancel, served := serveLoopback(t, s)
 	defer cancel()
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
@@ -219,6 +221,12 @@ func TestSoak(t *testing.T) {
 	if h2 > h1+4<<20 {
 		t.Errorf("heap grew from %.1f to %.1f MiB over the second round", float64(h1)/(1<<20), float64(h2)/(1<<20))
 	}
+	c := s.sched.cache
+	c.mu.Lock()
+	if c.bytes > c.limit || len(c.entries) == 0 {
+		t.Errorf("prefix cache: %d entries, %d bytes of %d", len(c.entries), c.bytes, c.limit)
+	}
+	c.mu.Unlock()
 	// Every request that reached the server is counted once, under the
 	// status its client saw, or 499 if the client had left.
 	after := requestCounts(t, s)

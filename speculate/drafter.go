@@ -96,6 +96,13 @@ func NewModelDrafter(m *model.Model, ctx int, params sample.Params) (*ModelDraft
 	if err != nil {
 		return nil, err
 	}
+	return newModelDrafter(s, params)
+}
+
+// newModelDrafter is a drafter on state s, which has seen nothing yet
+// (NewModelDrafterOn says otherwise).
+func newModelDrafter(s *model.State, params sample.Params) (*ModelDrafter, error) {
+	m := s.Model()
 	params.Seed ^= 0x5eed5eed5eed5eed
 	params.RepeatPenalty = 1 // the penalty's history is the target's business
 	sm, err := sample.New(params)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"shade/chat"
 	"shade/engine"
@@ -31,7 +32,7 @@ var (
 )
 
 func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("chat", "chat -m MODEL.gguf [--system TEXT] [-n N] [--temp T] [--draft DRAFT.gguf --spec MODE]", stderr)
+	fs := newFlagSet("chat", "chat -m MODEL.gguf [--system TEXT] [-n N] [--temp T] [--draft DRAFT.gguf --spec MODE] [--stats]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
 	sf := addSpecFlags(fs, true)
 	system := fs.String("system", "", "system prompt")
@@ -42,6 +43,8 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	template := fs.String("template", "", "chat template: llama-2, llama-3 or chatml instead of the file's own")
 	gf := addGrammarFlags(fs) // every reply follows the grammar
+	showStats := fs.Bool("stats", false, "after each reply, print on stderr how many prompt tokens the conversation's kept KV saved and the prefill time")
+
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -90,6 +93,10 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	lines := make(chan chatLine)
 	go readLines(chatInput, maxChatLine, lines)
 	var history []chat.Message
+	// kept is the conversation's KV: each turn starts from the last one's
+	// and prefills only what the prompt adds (the new message, and the
+	// reply where its rendering differs from the tokens generated).
+	var kept *engine.Prefix
 	if *system != "" {
 		history = append(history, chat.Message{Role: "system", Content: *system})
 	}
@@ -121,7 +128,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case "/exit", "/quit":
 			return nil
 		case "/reset":
-			history = history[:0]
+			history, kept = history[:0], nil
 			if *system != "" {
 				history = append(history, chat.Message{Role: "system", Content: *system})
 			}
@@ -156,7 +163,8 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		var reply strings.Builder
 		req := engine.Request{MaxTokens: *n, Ctx: ctxLen, Sampling: params, Spec: cfg, Grammar: gram}
 		req.Sampling.Seed = params.Seed + uint64(turn)
-		sess, err := e.NewSession(req, prompt)
+		sess, err := e.NewSessionFrom(req, prompt, kept)
+		kept = nil // the session owns it now
 		if err == nil {
 			for !sess.Done() && err == nil {
 				if chatBeforeStep != nil {
@@ -172,6 +180,15 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		close(done)
 		interrupted := <-stopped
 		cancel()
+		if sess != nil {
+			sess.Close()
+			kept = sess.TakePrefix()
+			if *showStats {
+				st := sess.Stats()
+				fmt.Fprintf(stderr, "\n(prompt %d tokens, %d from the kept conversation, prefill %v; %d tokens at %.1f tokens/s)",
+					st.PromptTokens, st.CachedTokens, st.PromptDuration.Round(time.Microsecond), st.GenTokens, st.GenTPS)
+			}
+		}
 		if errors.Is(err, gguf.ErrModelFileChanged) || errors.Is(err, speculate.ErrNonFinite) {
 			fmt.Fprintln(stdout)
 			return err // every later turn would fail the same way

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -19,13 +20,15 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve -m MODEL.gguf [--alias NAME] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--host 127.0.0.1] [--port 8080] [--api-key KEY]", stderr)
+	fs := newFlagSet("serve", "serve -m MODEL.gguf [--alias NAME] [--draft DRAFT.gguf --spec MODE] [--dram-budget 50%] [--policy balanced|ui-first|off] [--host 127.0.0.1] [--port 8080] [--socket PATH] [--cache-mib 256] [--api-key KEY]", stderr)
 	modelPath := fs.String("m", "", "model `file` (GGUF), or USER/REPO/FILE.gguf already pulled into the cache")
 	sf := addSpecFlags(fs, true)
 	bf := addBudgetFlags(fs)
 	pf := addPolicyFlag(fs, "off", "elastic policy of background requests at start; POST /v1/shade/policy switches it at run time")
 	host := fs.String("host", "127.0.0.1", "address to listen on (only loopback is safe without --api-key)")
 	port := fs.Int("port", 8080, "TCP port (0: any free port, printed on stderr)")
+	socket := fs.String("socket", "", "listen on a Unix-domain socket at `path` (mode 0600; a stale socket there is replaced; removed on exit), and on TCP only if --host or --port is given too")
+	cacheMiB := fs.Int("cache-mib", server.DefaultPrefixCache>>20, "MiB of KV the prefix cache keeps from finished requests, for the next turn of a conversation to start from (0: off)")
 	apiKey := fs.String("api-key", os.Getenv("SHADE_API_KEY"), "require \"Authorization: Bearer KEY\" (default: $SHADE_API_KEY)")
 	queue := fs.Int("queue", 16, "generation requests waiting or running at once; more get 429")
 	ctxSize := fs.Int("ctx", 0, "context size in tokens per request (0: the model's, at most 4096)")
@@ -53,6 +56,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *port < 0 || *port > 65535 || *queue < 1 {
 		return fmt.Errorf("--port must be in [0, 65535] and --queue at least 1")
 	}
+	if *cacheMiB < 0 {
+		return fmt.Errorf("--cache-mib must be at least 0 (0: no prefix cache), got %d", *cacheMiB)
+	}
+	tcp := *socket == ""
+	fs.Visit(func(f *flag.Flag) { tcp = tcp || f.Name == "port" || f.Name == "host" })
 	if *drain <= 0 {
 		return fmt.Errorf("--drain must be positive, got %v", *drain)
 	}
@@ -89,27 +97,31 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		allowedHosts = append(allowedHosts, *host) // the name it was told to listen on
 	}
 	opt := server.Options{ModelID: *modelID, APIKey: *apiKey, QueueSize: *queue, Ctx: *ctxSize, Spec: cfg, Log: logger,
-		AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, ShutdownDrain: *drain, Elastic: e.Governor}
+		AllowedHosts: allowedHosts, CORSOrigins: corsOrigins, ShutdownDrain: *drain, Elastic: e.Governor,
+		PrefixCache: int64(*cacheMiB) << 20}
+	if *cacheMiB == 0 {
+		opt.PrefixCache = -1
+	}
 	if *template != "" {
 		if opt.Template, err = builtinTemplate(e, *template); err != nil {
 			return err
 		}
 	}
 	srv := server.New(e, opt)
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	lns, where, err := listeners(tcp, *host, *port, *socket)
 	if err != nil {
 		srv.Close()
 		return err
 	}
-	if ip := net.ParseIP(*host); (ip == nil || !ip.IsLoopback()) && *host != "localhost" && *apiKey == "" {
+	if ip := net.ParseIP(*host); tcp && (ip == nil || !ip.IsLoopback()) && *host != "localhost" && *apiKey == "" {
 		fmt.Fprintf(stderr, "shade serve: warning: listening on %s without --api-key: anyone who can reach this address can use the model\n", *host)
 	}
-	if ip := net.ParseIP(*host); ip != nil && ip.IsUnspecified() {
+	if ip := net.ParseIP(*host); tcp && ip != nil && ip.IsUnspecified() {
 		fmt.Fprintf(stderr, "shade serve: clients must address it by IP address or localhost; add --allowed-host NAME for each host name they use\n")
 	}
-	fmt.Fprintf(stderr, "shade serve: %s (chat template %s, speculation %v) on http://%s — Ctrl-C or SIGTERM stops\n",
-		srv.ModelID(), srv.Template().Name(), cfg.Mode, ln.Addr())
-	err = srv.Serve(ctx, ln)
+	fmt.Fprintf(stderr, "shade serve: %s (chat template %s, speculation %v) on %s — Ctrl-C or SIGTERM stops\n",
+		srv.ModelID(), srv.Template().Name(), cfg.Mode, where)
+	err = srv.ServeAll(ctx, lns...)
 	fmt.Fprintf(stderr, "shade serve: stopped\n")
 	return err
 }
@@ -121,4 +133,29 @@ func (l *stringList) String() string { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
+}
+
+// listeners opens what serve listens on: TCP at host:port if tcp, and the
+// Unix-domain socket if path is set; where says it for the log.
+func listeners(tcp bool, host string, port int, path string) ([]net.Listener, string, error) {
+	var lns []net.Listener
+	var where []string
+	if tcp {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return nil, "", err
+		}
+		lns, where = append(lns, ln), append(where, "http://"+ln.Addr().String())
+	}
+	if path != "" {
+		ln, err := server.ListenUnix(path)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, "", err
+		}
+		lns, where = append(lns, ln), append(where, "unix:"+path)
+	}
+	return lns, strings.Join(where, " and "), nil
 }
