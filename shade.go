@@ -11,10 +11,12 @@ package shade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"shade/chat"
 	"shade/elastic"
@@ -62,7 +64,9 @@ type Options struct {
 }
 
 // Model is a loaded model. Its methods may be called from several
-// goroutines: generations run one at a time, in turn.
+// goroutines: generations take turns, one decoding step at a time, and a
+// Background one waits while any Foreground one runs
+// (GenerateOptions.Priority).
 type Model struct {
 	mu   sync.Mutex
 	e    *engine.Engine
@@ -70,6 +74,39 @@ type Model struct {
 	spec speculate.Config
 	ctx  int
 	gov  atomic.Pointer[elastic.Governor] // the engine's, once there is one
+	// foreground counts the Foreground generations in progress (waiting
+	// for their turn included): Background ones yield to them.
+	foreground atomic.Int32
+	closed     bool // Close was called (guarded by mu)
+}
+
+var errClosed = errors.New("shade: the model is closed")
+
+// Priority says how a generation shares the Model with others running at
+// the same time.
+type Priority int
+
+const (
+	// Foreground generations (the default) take turns with each other,
+	// a decoding step each.
+	Foreground Priority = iota
+	// Background generations pause between steps while any Foreground
+	// one runs, and resume where they were (their KV kept) when none
+	// does: an app's prefetching or summarizing never delays what the
+	// user waits for by more than one step.
+	Background
+)
+
+// yieldToForeground waits while a Foreground generation is in progress.
+func (m *Model) yieldToForeground(ctx context.Context) error {
+	for m.foreground.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Message is one turn of a chat: Role "system", "user" or "assistant".
@@ -181,6 +218,10 @@ func (m *Model) Streaming() (streamed, layers int) {
 func (m *Model) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true // generations in progress end at their next step
 	return m.e.Close()
 }
 
@@ -197,6 +238,9 @@ type GenerateOptions struct {
 	MinP        float32 // 0: off
 	Seed        uint64  // sampling seed: the same seed gives the same text
 	IgnoreEOS   bool    // generate past end-of-text tokens
+	// Priority among the Model's generations running at the same time:
+	// Foreground (default) or Background.
+	Priority Priority
 	// Stop, Logprobs and the sampling fields below: see request.go.
 	Stop             []string          // end the text before the first of these (StopReason "stop")
 	RepeatPenalty    float32           // llama.cpp's, over the last 64 tokens (0 or 1: off)
@@ -363,15 +407,26 @@ func (m *Model) run(ctx context.Context, ids []int32, o GenerateOptions, onText 
 // returns the session's KV for the next turn (see Conversation).
 func (m *Model) runFrom(ctx context.Context, ids []int32, o GenerateOptions, onText func(string) error, from *engine.Prefix, keep bool) (Result, *engine.Prefix, error) {
 	p := sample.Params{Temp: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, RepeatPenalty: 1, RepeatLastN: 64, Seed: o.Seed}
+	if o.Priority != Foreground && o.Priority != Background {
+		return Result{}, nil, fmt.Errorf("shade: unknown priority %d", o.Priority)
+	}
+	if o.Priority == Foreground {
+		m.foreground.Add(1)
+		defer m.foreground.Add(-1)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return Result{}, nil, errClosed
+	}
 	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec, Grammar: o.Grammar}
 	o.apply(&req)
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	newSession := m.e.NewSession
 	if keep {
 		newSession = func(r engine.Request, ids []int32) (*engine.Session, error) { return m.e.NewSessionFrom(r, ids, from) }
 	}
 	s, err := newSession(req, ids)
+	m.mu.Unlock()
 	if err != nil {
 		return Result{}, nil, err
 	}
@@ -386,10 +441,22 @@ func (m *Model) runFrom(ctx context.Context, ids []int32, o GenerateOptions, onT
 		}
 		return nil
 	}
-	for !s.Done() {
-		if _, err = s.StepPieces(ctx, emit); err != nil {
-			break
+	// Generations take turns step by step (sessions of one engine never
+	// step at once); a background one also waits while any foreground one
+	// is running, as the server's scheduler preempts background requests.
+	for !s.Done() && err == nil {
+		if o.Priority == Background {
+			if err = m.yieldToForeground(ctx); err != nil {
+				break
+			}
 		}
+		m.mu.Lock()
+		if m.closed {
+			err = errClosed
+		} else {
+			_, err = s.StepPieces(ctx, emit)
+		}
+		m.mu.Unlock()
 	}
 	st := s.Stats()
 	r := Result{Text: string(text), PromptTokens: st.PromptTokens, Tokens: st.GenTokens, StopReason: st.StopReason, TokensPerSecond: st.GenTPS, Logprobs: lps}
