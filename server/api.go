@@ -379,6 +379,9 @@ func DecodeChat(body []byte, lim Limits, priorityHeader string) ([]chat.Message,
 	if err := checkFields(body, &r, chatFields); err != nil {
 		return nil, params{}, err
 	}
+	if err := checkNested(body, &r); err != nil {
+		return nil, params{}, err
+	}
 	p, err := r.validate(lim, 0, priorityHeader)
 	if err != nil {
 		return nil, p, err

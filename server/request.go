@@ -85,6 +85,110 @@ func checkFields(body []byte, v any, delegated []string) *APIError {
 	return badRequest(first, "unsupported_parameter", "%s", msg)
 }
 
+// checkNested refuses fields inside messages and stream_options that the
+// request types do not decode, as checkFields does at the top level: a
+// message's "audio" or a "refusal" the template would drop is a 400
+// naming it (messages[2].audio), not a silent loss.
+func checkNested(body []byte, r *ChatRequest) *APIError {
+	// The body was decoded already: walk its bytes rather than decode it
+	// again (a large prompt must not cost twice its size).
+	var messages, streamOpts []byte
+	topLevelValues(body, func(k string, v []byte) {
+		switch k {
+		case "messages":
+			messages = v
+		case "stream_options":
+			streamOpts = v
+		}
+	})
+	msgKnown := map[string]bool{}
+	jsonFields(reflect.TypeOf(r.Messages).Elem(), msgKnown)
+	i := 0
+	var aerr *APIError
+	arrayElems(messages, func(m []byte) {
+		var bad []string
+		topLevelFields(m, func(k string, null bool) {
+			if !msgKnown[k] && !null {
+				bad = append(bad, k)
+			}
+		})
+		if len(bad) > 0 && aerr == nil {
+			slices.Sort(bad)
+			param := fmt.Sprintf("messages[%d].%s", i, bad[0])
+			aerr = badRequest(param, "unsupported_parameter", "unsupported field %s: this server does not implement it, and would otherwise ignore it", param)
+		}
+		i++
+	})
+	if aerr != nil {
+		return aerr
+	}
+	soKnown := map[string]bool{}
+	jsonFields(reflect.TypeOf(streamOptions{}), soKnown)
+	var bad string
+	topLevelFields(streamOpts, func(k string, null bool) {
+		if !soKnown[k] && !null && bad == "" {
+			bad = k
+		}
+	})
+	if bad != "" {
+		return badRequest("stream_options."+bad, "unsupported_parameter", "unsupported field stream_options.%s: this server does not implement it", bad)
+	}
+	return nil
+}
+
+// topLevelValues calls f with each key of the JSON object in body and the
+// bytes of its value (body is valid JSON: decode accepted it).
+func topLevelValues(body []byte, f func(key string, val []byte)) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] != '"' {
+			return
+		}
+		end := skipString(body, i)
+		var key string
+		if json.Unmarshal(body[i:end], &key) != nil {
+			return
+		}
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ':' {
+			return
+		}
+		i = skipSpace(body, i+1)
+		v := i
+		i = skipValue(body, i)
+		f(key, body[v:i])
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// arrayElems calls f with the bytes of each element of the JSON array a.
+func arrayElems(a []byte, f func(elem []byte)) {
+	i := skipSpace(a, 0)
+	if i >= len(a) || a[i] != '[' {
+		return
+	}
+	for i = skipSpace(a, i+1); i < len(a) && a[i] != ']'; {
+		v := i
+		i = skipValue(a, i)
+		if i <= v {
+			return
+		}
+		f(a[v:i])
+		if i = skipSpace(a, i); i < len(a) && a[i] == ',' {
+			i = skipSpace(a, i+1)
+		}
+	}
+}
+
 // sampling are a request's validated sampling processors beyond
 // temperature and top_p.
 type sampling struct {
@@ -289,35 +393,7 @@ func (s *Server) completionLogprobs(toks []engine.Token) map[string]any {
 // decode has read it) and whether its value is null, without decoding
 // the values: a request body may be megabytes of prompt.
 func topLevelFields(body []byte, f func(key string, null bool)) {
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = skipSpace(body, i)
-		if i >= len(body) || body[i] != '"' {
-			return // '}' or malformed
-		}
-		end := skipString(body, i)
-		var key string
-		if json.Unmarshal(body[i:end], &key) != nil {
-			return
-		}
-		i = skipSpace(body, end)
-		if i >= len(body) || body[i] != ':' {
-			return
-		}
-		i = skipSpace(body, i+1)
-		v := i
-		i = skipValue(body, i)
-		f(key, string(body[v:i]) == "null")
-		i = skipSpace(body, i)
-		if i >= len(body) || body[i] != ',' {
-			return
-		}
-		i++
-	}
+	topLevelValues(body, func(k string, v []byte) { f(k, string(v) == "null") })
 }
 
 func skipSpace(b []byte, i int) int {
