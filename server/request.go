@@ -107,8 +107,11 @@ func checkNested(body []byte, r *ChatRequest) *APIError {
 	var aerr *APIError
 	arrayElems(messages, func(m []byte) {
 		var bad []string
-		topLevelFields(m, func(k string, null bool) {
-			if !msgKnown[k] && !null {
+		topLevelValues(m, func(k string, v []byte) {
+			// An empty value says nothing: a client sending back a reply
+			// it got as it came ("refusal": null, "annotations": []) loses
+			// nothing.
+			if !msgKnown[k] && !emptyJSON(v) {
 				bad = append(bad, k)
 			}
 		})
@@ -134,6 +137,15 @@ func checkNested(body []byte, r *ChatRequest) *APIError {
 		return badRequest("stream_options."+bad, "unsupported_parameter", "unsupported field stream_options.%s: this server does not implement it", bad)
 	}
 	return nil
+}
+
+// emptyJSON reports a null, "", [] or {} value.
+func emptyJSON(v []byte) bool {
+	switch string(bytes.Join(bytes.Fields(v), nil)) {
+	case "null", `""`, "[]", "{}":
+		return true
+	}
+	return false
 }
 
 // topLevelValues calls f with each key of the JSON object in body and the

@@ -223,7 +223,7 @@ func TestFieldsHonouredOrRefused(t *testing.T) {
 		// Inside messages and stream_options too.
 		{chatURL, `{"messages":[{"role":"user","content":"x"},{"role":"user","content":"y","audio":{"id":"a"}}],"max_tokens":2}`, 400, "messages[1].audio", "unsupported_parameter"},
 		{chatURL, `{` + msg + `,"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":true}}`, 400, "stream_options.include_obfuscation", "unsupported_parameter"},
-		{chatURL, `{"messages":[{"role":"user","content":"x","name":"ann","refusal":null}],"max_tokens":2}`, 200, "", ""},
+		{chatURL, `{"messages":[{"role":"user","content":"x","name":"ann"},{"role":"assistant","content":"y","refusal":null,"annotations":[ ]},{"role":"user","content":"z"}],"max_tokens":2}`, 200, "", ""},
 		// Honoured, harmless or delegated: accepted.
 		{chatURL, `{` + msg + `,"user":"u1","metadata":{"a":"b"},"store":false,"audio":null,"seed":3}`, 200, "", ""},
 		{chatURL, `{` + msg + `,"presence_penalty":1,"frequency_penalty":0.5,"logit_bias":{"5":-100,"6":3},"top_k":10,"min_p":0.1,"repeat_penalty":1.1,"temperature":0.7}`, 200, "", ""},
