@@ -51,5 +51,5 @@ func ExampleGenerateOptions_logprobs() {
 	// "," -0.03, then " there" -3.55
 	// " there" -0.07, then " in" -2.98
 	// " was" -0.02, then " we" -4.84
-	// banned ",": "there was a", its logprob -0.03 as before
+	// banned ",": " there was a", its logprob -0.03 as before
 }

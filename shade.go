@@ -241,6 +241,9 @@ type GenerateOptions struct {
 	// Priority among the Model's generations running at the same time:
 	// Foreground (default) or Background.
 	Priority Priority
+	// continuation: set by Generate (the text continues the prompt), not
+	// by Chat (engine.Request.Continuation).
+	continuation bool
 	// Stop, Logprobs and the sampling fields below: see request.go.
 	Stop             []string          // end the text before the first of these (StopReason "stop")
 	RepeatPenalty    float32           // llama.cpp's, over the last 64 tokens (0 or 1: off)
@@ -305,6 +308,7 @@ func (m *Model) Generate(ctx context.Context, prompt string, o GenerateOptions, 
 	if err != nil {
 		return Result{}, fmt.Errorf("shade: prompt: %w", err)
 	}
+	o.continuation = true // the text continues the prompt: " time" after "Once upon a"
 	return m.run(ctx, ids, o, onText)
 }
 
@@ -419,7 +423,7 @@ func (m *Model) runFrom(ctx context.Context, ids []int32, o GenerateOptions, onT
 		m.mu.Unlock()
 		return Result{}, nil, errClosed
 	}
-	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec, Grammar: o.Grammar}
+	req := engine.Request{MaxTokens: o.MaxTokens, Ctx: m.ctx, Sampling: p, IgnoreEOS: o.IgnoreEOS, Spec: m.spec, Grammar: o.Grammar, Continuation: o.continuation}
 	o.apply(&req)
 	newSession := m.e.NewSession
 	if keep {

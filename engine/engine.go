@@ -229,6 +229,12 @@ type Request struct {
 	IgnoreEOS bool
 	// Spec configures speculative decoding (Mode Off: plain decoding).
 	Spec speculate.Config
+	// Continuation says the output continues the prompt's text (a
+	// completion, not a chat reply): in vocabularies that add a space
+	// prefix its first token keeps its leading space, so that prompt +
+	// output reads as one text ("Once upon a" + " time"), as llama.cpp's
+	// server returns it. A chat reply, a text of its own, loses it.
+	Continuation bool
 	// Stop ends generation as soon as the text contains one of these
 	// strings (StopReason "stop"): the text ends before it, and the tokens
 	// counted are those whose text begins before that end (see Piece).

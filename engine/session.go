@@ -124,6 +124,7 @@ func (e *Engine) newSession(r Request, prompt []int32, from *Prefix, keep bool) 
 	ss := &Session{e: e, r: r, prompt: prompt, n: n, state: s, sampler: sampler, dec: dec,
 		detok: tokenizer.NewDecoder(e.Tok), stream0: e.streamStats(), text: output{stops: r.Stop},
 		from: from, cached: cached, keep: keep, drafter: drafter}
+	ss.detok.Continuation = r.Continuation
 	if r.Logprobs {
 		dec.OnToken(ss.onToken)
 	}

@@ -561,6 +561,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g generation, 
 		Stop:      g.p.stop,
 		Logprobs:  g.p.logprobs, TopLogprobs: g.p.topLogprobs,
 		Grammar: g.p.grammar,
+		// A completion continues its prompt's text; a chat reply is one of its own.
+		Continuation: !g.chat,
 	}
 	g.p.sampling.apply(&req.Sampling)
 	if req.MaxTokens <= 0 {

@@ -216,6 +216,12 @@ func TestCompletionsAndStop(t *testing.T) {
 	if len(full) < 20 {
 		t.Fatalf("short text %q", full)
 	}
+	// A completion continues its prompt: "Once upon a" + " time", the
+	// space kept, as llama-server returns it.
+	_, b = post(t, url+"/v1/completions", `{"prompt":"Once upon a","max_tokens":1,"temperature":0}`)
+	if json.Unmarshal(b, &cr) != nil || cr.Choices[0].Text != " time" {
+		t.Errorf("completion of \"Once upon a\": %s", b)
+	}
 	// A stop sequence from the middle of the text: what comes before it, finish "stop".
 	stopAt := full[len(full)/2 : len(full)/2+4]
 	want := full[:strings.Index(full, stopAt)]

@@ -140,6 +140,11 @@ type Decoder struct {
 	// dropped, no spaces cleaned up (grammar-constrained output, whose
 	// bytes the grammar has checked). Set it before the first Add.
 	Exact bool
+	// Continuation says the tokens continue a text decoded elsewhere (a
+	// completion after its prompt): the first keeps its leading space, as
+	// llama.cpp's token_to_piece gives it, so that prompt + completion
+	// reads as one text. Set it before the first Add.
+	Continuation bool
 
 	t       *Tokenizer
 	started bool
@@ -152,7 +157,7 @@ func NewDecoder(t *Tokenizer) *Decoder { return &Decoder{t: t} }
 // Add decodes id and returns the text that became final.
 func (d *Decoder) Add(id int32) string {
 	p := d.t.textPiece(id, d.Special)
-	if !d.started && !d.Exact && d.t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {
+	if !d.started && !d.Exact && !d.Continuation && d.t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {
 		p = p[1:]
 	}
 	d.started = true

@@ -206,3 +206,40 @@ func TestDecodeSpecial(t *testing.T) {
 		t.Errorf("Decode = %q", got)
 	}
 }
+
+// A continuation's first token keeps its leading space (llama.cpp's
+// token_to_piece), so that the prompt's text and the continuation's read
+// as one; a text of its own loses it (llama_detokenize).
+func TestDecoderContinuation(t *testing.T) {
+	tk := loadGGUF(t, "tokenizer/ggml-vocab-llama-spm.gguf")
+	prompt, err := tk.Encode("Once upon a", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := tk.Encode("Once upon a time there", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) <= len(prompt) {
+		t.Fatalf("tokens %v then %v", prompt, whole)
+	}
+	rest := whole[len(prompt):]
+	for _, tc := range []struct {
+		continuation bool
+		want         string
+	}{{true, " time there"}, {false, "time there"}} {
+		d := NewDecoder(tk)
+		d.Continuation = tc.continuation
+		var sb strings.Builder
+		for _, id := range rest {
+			sb.WriteString(d.Add(id))
+		}
+		sb.WriteString(d.Flush())
+		if sb.String() != tc.want {
+			t.Errorf("continuation %v: %q, want %q", tc.continuation, sb.String(), tc.want)
+		}
+	}
+	if got := tk.Decode(prompt) + " time there"; got != tk.Decode(whole) {
+		t.Errorf("prompt + continuation %q, the whole text %q", got, tk.Decode(whole))
+	}
+}

@@ -96,7 +96,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	req := engine.Request{
 		Prompt: *prompt, MaxTokens: *n, Ctx: *ctxSize, Sampling: params, IgnoreEOS: *ignoreEOS,
-		Spec: specCfg, Stop: stops, Grammar: gram,
+		Spec: specCfg, Stop: stops, Grammar: gram, Continuation: true,
 	}
 	var ar *engine.Stats
 	if *compareAR && mode != speculate.ModeOff {
