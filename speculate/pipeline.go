@@ -229,24 +229,10 @@ func (d *Decoder) Start(prompt []int32) error {
 	if len(prompt) == 0 {
 		return errors.New("speculate: empty prompt")
 	}
-	if err := d.target.Truncate(0); err != nil {
-		return err
-	}
 	if d.draft != nil {
 		d.draft.Reset()
 	}
-	body := prompt[:len(prompt)-1]
-	for i := 0; i < len(body); i += d.Prefill {
-		chunk := body[i:min(i+d.Prefill, len(body))]
-		if err := d.forward(model.Chain(chunk)); err != nil {
-			return err
-		}
-		if err := d.target.CommitAll(); err != nil {
-			return err
-		}
-	}
-	d.ctx = append(d.ctx[:0], prompt...)
-	return nil
+	return d.StartCached(prompt, 0)
 }
 
 // Step runs one speculative step and appends the tokens it produced (at
