@@ -601,21 +601,15 @@ func hermesToolText(tools []Tool) (string, error) {
 
 // hermesCallText is a call as Hermes-format models write it.
 func hermesCallText(c ToolCall) string {
-	var o orderTable
-	defer o.release()
-	var args any = c.Function.Arguments
-	if v, err := o.jsonValue([]byte(c.Function.Arguments)); err == nil {
-		args = v
-	}
-	var b strings.Builder
-	b.WriteString("<tool_call>\n")
-	writePyJSON(&b, o.object("name", c.Function.Name, "arguments", args), -1, 0)
-	b.WriteString("\n</tool_call>")
-	return b.String()
+	return "<tool_call>\n" + callJSON(c, "arguments") + "\n</tool_call>"
 }
 
 // llama3CallText is a call as Llama 3.1/3.2 write it.
-func llama3CallText(c ToolCall) string {
+func llama3CallText(c ToolCall) string { return callJSON(c, "parameters") }
+
+// callJSON is {"name": …, argsKey: …} as Python's json.dumps writes it,
+// the arguments as the JSON they hold (as text if they hold none).
+func callJSON(c ToolCall, argsKey string) string {
 	var o orderTable
 	defer o.release()
 	var args any = c.Function.Arguments
@@ -623,7 +617,7 @@ func llama3CallText(c ToolCall) string {
 		args = v
 	}
 	var b strings.Builder
-	writePyJSON(&b, o.object("name", c.Function.Name, "parameters", args), -1, 0)
+	writePyJSON(&b, o.object("name", c.Function.Name, argsKey, args), -1, 0)
 	return b.String()
 }
 
