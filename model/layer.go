@@ -141,7 +141,7 @@ func (s *State) attention(l int) {
 	}
 	s.attnBlocks = (s.n + s.attnQB - 1) / s.attnQB
 	s.attnNext.Store(0)
-	need := s.attnQB*(2*c.HeadDim+2+attnChunk) + attnChunk + c.HeadDim
+	need := s.attnQB*(2*c.HeadDim+2+attnChunk) + 2*attnChunk + c.HeadDim
 	for w := range s.scratchF {
 		if len(s.scratchF[w]) < need {
 			s.scratchF[w] = make([]float32, need)
@@ -181,8 +181,8 @@ const attnChunk = 64
 // llama.cpp's do: the query is rounded to F16, each score is an F16·F16
 // dot product summed in the order of ggml_vec_dot_f16's AVX2 path, the
 // softmax runs online over the slots in order, and the weighted sum of
-// values accumulates in F16 (the exponentials are exp32's, within an ulp
-// of expf's). The slots are taken in chunks: the scores of the whole block
+// values accumulates in F16 (the exponentials are quant.Exp32's, within an
+// ulp of expf's). The slots are taken in chunks: the scores of the whole block
 // against a chunk come from one call that widens each key row once, and
 // every query then goes over the chunk's values while they are in cache.
 // Each query's steps are the same, in the same order, whatever block and
@@ -198,7 +198,7 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	maxs, scratch := scratch[:nq], scratch[nq:]
 	sums, scratch := scratch[:nq], scratch[nq:]
 	scores, scratch := scratch[:nq*attnChunk], scratch[nq*attnChunk:]
-	weights, kbuf := scratch[:attnChunk], scratch[attnChunk:attnChunk+hd]
+	weights, exps, kbuf := scratch[:attnChunk], scratch[attnChunk:2*attnChunk], scratch[2*attnChunk:2*attnChunk+hd]
 	for i := range nq {
 		qh := qs[i*hd : (i+1)*hd]
 		copy(qh, s.q[(r0+i)*qd+h*hd:(r0+i)*qd+(h+1)*hd])
@@ -214,19 +214,33 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	run := func(i, slot, n int, sc []float32, vals []uint16) {
 		off := slot*kvd + kvh*hd
 		acc := accs[i*hd : (i+1)*hd]
+		sc, ex := sc[:n], exps[:n]
+		// The exponentials first, all at once in a vector kernel: each
+		// step's argument is its score against the maximum before it.
+		m := maxs[i]
+		for j, x := range sc {
+			x *= scale
+			sc[j] = x
+			if x > m {
+				ex[j] = m - x
+				m = x
+			} else {
+				ex[j] = x - m
+			}
+		}
+		quant.Exp32s(ex)
 		m, sum := maxs[i], sums[i]
 		from := 0 // first step whose value update is pending
-		for j, x := range sc[:n] {
-			x *= scale
+		for j, x := range sc {
 			ms, vs := float32(1), float32(1)
 			if x > m {
-				ms = exp32(m - x)
+				ms = ex[j]
 				m = x
 				quant.MadsF16(acc, vals[off+from*kvd:], kvd, weights[from:j])
 				quant.ScaleF16(acc, ms)
 				from = j
 			} else {
-				vs = exp32(x - m)
+				vs = ex[j]
 			}
 			weights[j] = vs
 			sum = sum*ms + vs
@@ -296,28 +310,4 @@ func addTo(dst, src []float32) {
 	for i := range dst {
 		dst[i] += src[i]
 	}
-}
-
-// exp32 is e^x in float32, as attention's softmax needs it: a degree-8
-// Taylor series on |r| ≤ ln2/2 after x = n·ln2 + r, in float64, so within
-// about an ulp of float32(math.Exp(x)) (tested to 2e-7 relative) for a
-// fraction of its cost,
-// which matters with one exponential per (query, slot, head). NaN stays
-// NaN, so a broken activation still shows in the logits.
-func exp32(x float32) float32 {
-	switch {
-	case !(x > -104): // NaN, or below half the smallest subnormal
-		if x != x {
-			return x
-		}
-		return 0
-	case x > 89:
-		return float32(math.Inf(1))
-	}
-	// n = round(x·log2 e): t+256.5 > 0 here, so truncation is floor,
-	// and cheaper than math.Floor.
-	n := float64(int64(float64(x)*math.Log2E+256.5)) - 256
-	r := float64(x) - n*math.Ln2
-	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
-	return float32(p * math.Float64frombits(uint64(int64(n)+1023)<<52))
 }

@@ -46,6 +46,8 @@ type kernelSet struct {
 
 	// siluMul is SiLUMul (silu.go).
 	siluMul func(h, u []float32)
+	// exp32s is Exp32s (exp.go).
+	exp32s func(x []float32)
 }
 
 var genericKernels = kernelSet{
@@ -63,6 +65,7 @@ var genericKernels = kernelSet{
 	scaleF16:     scaleF16Go,
 	toF16:        toF16Go,
 	siluMul:      siluMulGo,
+	exp32s:       exp32sGo,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

@@ -1,0 +1,158 @@
+//go:build amd64 && !noasm && gc
+
+#include "textflag.h"
+
+// The float64 constants of Exp32 (exp.go), each in four lanes (a memory
+// operand of a VEX instruction reads all four), 32 bytes apart: log2 e,
+// 256.5, 256, ln 2, the Taylor coefficients 1/8! .. 1/2!, 1, and as an int64
+// 767 (= 1023 - 256, the exponent bias less the offset that made t positive).
+DATA expConst<>+0(SB)/8, $0x3ff71547652b82fe // log2e
+DATA expConst<>+8(SB)/8, $0x3ff71547652b82fe
+DATA expConst<>+16(SB)/8, $0x3ff71547652b82fe
+DATA expConst<>+24(SB)/8, $0x3ff71547652b82fe
+DATA expConst<>+32(SB)/8, $0x4070080000000000 // c2565
+DATA expConst<>+40(SB)/8, $0x4070080000000000
+DATA expConst<>+48(SB)/8, $0x4070080000000000
+DATA expConst<>+56(SB)/8, $0x4070080000000000
+DATA expConst<>+64(SB)/8, $0x4070000000000000 // c256
+DATA expConst<>+72(SB)/8, $0x4070000000000000
+DATA expConst<>+80(SB)/8, $0x4070000000000000
+DATA expConst<>+88(SB)/8, $0x4070000000000000
+DATA expConst<>+96(SB)/8, $0x3fe62e42fefa39ef // ln2
+DATA expConst<>+104(SB)/8, $0x3fe62e42fefa39ef
+DATA expConst<>+112(SB)/8, $0x3fe62e42fefa39ef
+DATA expConst<>+120(SB)/8, $0x3fe62e42fefa39ef
+DATA expConst<>+128(SB)/8, $0x3efa01a01a01a01a // c8
+DATA expConst<>+136(SB)/8, $0x3efa01a01a01a01a
+DATA expConst<>+144(SB)/8, $0x3efa01a01a01a01a
+DATA expConst<>+152(SB)/8, $0x3efa01a01a01a01a
+DATA expConst<>+160(SB)/8, $0x3f2a01a01a01a01a // c7
+DATA expConst<>+168(SB)/8, $0x3f2a01a01a01a01a
+DATA expConst<>+176(SB)/8, $0x3f2a01a01a01a01a
+DATA expConst<>+184(SB)/8, $0x3f2a01a01a01a01a
+DATA expConst<>+192(SB)/8, $0x3f56c16c16c16c17 // c6
+DATA expConst<>+200(SB)/8, $0x3f56c16c16c16c17
+DATA expConst<>+208(SB)/8, $0x3f56c16c16c16c17
+DATA expConst<>+216(SB)/8, $0x3f56c16c16c16c17
+DATA expConst<>+224(SB)/8, $0x3f81111111111111 // c5
+DATA expConst<>+232(SB)/8, $0x3f81111111111111
+DATA expConst<>+240(SB)/8, $0x3f81111111111111
+DATA expConst<>+248(SB)/8, $0x3f81111111111111
+DATA expConst<>+256(SB)/8, $0x3fa5555555555555 // c4
+DATA expConst<>+264(SB)/8, $0x3fa5555555555555
+DATA expConst<>+272(SB)/8, $0x3fa5555555555555
+DATA expConst<>+280(SB)/8, $0x3fa5555555555555
+DATA expConst<>+288(SB)/8, $0x3fc5555555555555 // c3
+DATA expConst<>+296(SB)/8, $0x3fc5555555555555
+DATA expConst<>+304(SB)/8, $0x3fc5555555555555
+DATA expConst<>+312(SB)/8, $0x3fc5555555555555
+DATA expConst<>+320(SB)/8, $0x3fe0000000000000 // c2
+DATA expConst<>+328(SB)/8, $0x3fe0000000000000
+DATA expConst<>+336(SB)/8, $0x3fe0000000000000
+DATA expConst<>+344(SB)/8, $0x3fe0000000000000
+DATA expConst<>+352(SB)/8, $0x3ff0000000000000 // one
+DATA expConst<>+360(SB)/8, $0x3ff0000000000000
+DATA expConst<>+368(SB)/8, $0x3ff0000000000000
+DATA expConst<>+376(SB)/8, $0x3ff0000000000000
+DATA expConst<>+384(SB)/8, $767 // bias
+DATA expConst<>+392(SB)/8, $767
+DATA expConst<>+400(SB)/8, $767
+DATA expConst<>+408(SB)/8, $767
+GLOBL expConst<>(SB), RODATA|NOPTR, $416
+
+// The float32 bounds of Exp32: -104, 89 and +Inf.
+DATA expBound<>+0(SB)/4, $0xc2d00000
+DATA expBound<>+4(SB)/4, $0x42b20000
+DATA expBound<>+8(SB)/4, $0x7f800000
+GLOBL expBound<>(SB), RODATA|NOPTR, $12
+
+// func exp32sAVX2(x *float32, n int)
+// n is a positive multiple of 8: x[i] = Exp32(x[i]), each operation as
+// Exp32 does it, four lanes of float64 at a time.
+TEXT ·exp32sAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	LEAQ expConst<>(SB), AX
+	VBROADCASTSD 0(AX), Y8   // log2e
+	VBROADCASTSD 32(AX), Y9   // 256.5
+	VBROADCASTSD 64(AX), Y10  // 256
+	VBROADCASTSD 96(AX), Y11  // ln2
+	VPBROADCASTQ 384(AX), Y12  // 767
+	LEAQ expBound<>(SB), BX
+	VBROADCASTSS 0(BX), Y13   // -104
+	VBROADCASTSS 4(BX), Y14   // 89
+	VBROADCASTSS 8(BX), Y15   // +Inf
+
+loop:
+	VCVTPS2PD 0(DI), Y0       // x as float64
+	VMULPD Y8, Y0, Y2
+	VADDPD Y9, Y2, Y2          // t = x*log2e + 256.5
+	VCVTTPD2DQY Y2, X3         // int(t)
+	VCVTDQ2PD X3, Y4
+	VSUBPD Y10, Y4, Y4         // n = float64(int(t)) - 256
+	VMULPD Y11, Y4, Y5
+	VSUBPD Y5, Y0, Y5          // r = x - n*ln2
+	VMULPD 128(AX), Y5, Y2     // q = r/8!
+	VADDPD 160(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 192(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 224(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 256(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 288(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 320(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 352(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 352(AX), Y2, Y2     // p = 1 + q
+	VPMOVSXDQ X3, Y4
+	VPADDQ Y12, Y4, Y4
+	VPSLLQ $52, Y4, Y4          // 2^n
+	VMULPD Y4, Y2, Y2
+	VCVTPD2PSY Y2, X6
+	VCVTPS2PD 16(DI), Y1       // x as float64
+	VMULPD Y8, Y1, Y2
+	VADDPD Y9, Y2, Y2          // t = x*log2e + 256.5
+	VCVTTPD2DQY Y2, X3         // int(t)
+	VCVTDQ2PD X3, Y4
+	VSUBPD Y10, Y4, Y4         // n = float64(int(t)) - 256
+	VMULPD Y11, Y4, Y5
+	VSUBPD Y5, Y1, Y5          // r = x - n*ln2
+	VMULPD 128(AX), Y5, Y2     // q = r/8!
+	VADDPD 160(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 192(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 224(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 256(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 288(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 320(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 352(AX), Y2, Y2
+	VMULPD Y2, Y5, Y2
+	VADDPD 352(AX), Y2, Y2     // p = 1 + q
+	VPMOVSXDQ X3, Y4
+	VPADDQ Y12, Y4, Y4
+	VPSLLQ $52, Y4, Y4          // 2^n
+	VMULPD Y4, Y2, Y2
+	VCVTPD2PSY Y2, X7
+	VINSERTF128 $1, X7, Y6, Y6  // the 8 results
+	VMOVUPS (DI), Y0
+	VCMPPS $0x1e, Y14, Y0, Y1     // x > 89
+	VBLENDVPS Y1, Y15, Y6, Y6     // +Inf there
+	VCMPPS $0x1e, Y13, Y0, Y1     // x > -104 (false for NaN)
+	VANDPS Y1, Y6, Y6             // 0 elsewhere
+	VCMPPS $3, Y0, Y0, Y1         // x is NaN
+	VBLENDVPS Y1, Y0, Y6, Y6      // x there
+	VMOVUPS Y6, (DI)
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ loop
+	VZEROUPPER
+	RET
