@@ -67,4 +67,3 @@ func hiddenOf(t *testing.T, s *State, b Batch) []float32 {
 	}
 	return out
 }
-
