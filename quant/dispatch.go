@@ -43,6 +43,7 @@ type kernelSet struct {
 	madF16   func(acc []float32, v []uint16, s float32)
 	scaleF16 func(acc []float32, s float32)
 	toF16    func(dst []uint16, src []float32)
+	roundF16 func(x []float32)
 
 	// siluMul is SiLUMul (silu.go).
 	siluMul func(h, u []float32)
@@ -64,6 +65,7 @@ var genericKernels = kernelSet{
 	madF16:       madF16Go,
 	scaleF16:     scaleF16Go,
 	toF16:        toF16Go,
+	roundF16:     roundF16Go,
 	siluMul:      siluMulGo,
 	exp32s:       exp32sGo,
 }

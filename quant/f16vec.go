@@ -18,8 +18,11 @@ func ScaleF16(acc []float32, s float32) { k.scaleF16(acc, s) }
 // ToF16 rounds src to F16 bits in dst (nearest, ties to even).
 func ToF16(dst []uint16, src []float32) { k.toF16(dst[:len(src)], src) }
 
-// RoundF16 rounds each value of x to the nearest F16 value, in place.
-func RoundF16(x []float32) {
+// RoundF16 rounds each value of x to the nearest F16 value, in place (a
+// NaN stays a NaN, its payload aside).
+func RoundF16(x []float32) { k.roundF16(x) }
+
+func roundF16Go(x []float32) {
 	for i, v := range x {
 		x[i] = f16Table[F32ToF16(v)]
 	}

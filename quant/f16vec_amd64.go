@@ -12,6 +12,9 @@ func scaleF16AVX2(acc *float32, n int, s float32)
 func toF16AVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
+func roundF16AVX2(x *float32, n int)
+
+//go:noescape
 func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
 
 //go:noescape
@@ -23,6 +26,7 @@ var _ = haveAVX2FMA && func() bool {
 		s.madF16 = madF16_amd64
 		s.scaleF16 = scaleF16_amd64
 		s.toF16 = toF16_amd64
+		s.roundF16 = roundF16_amd64
 	})
 }()
 
@@ -53,6 +57,14 @@ func toF16_amd64(dst []uint16, src []float32) {
 		toF16AVX2(&dst[0], &src[0], n)
 	}
 	toF16Go(dst[n:len(src)], src[n:])
+}
+
+func roundF16_amd64(x []float32) {
+	n := len(x) &^ 7
+	if n > 0 {
+		roundF16AVX2(&x[0], n)
+	}
+	roundF16Go(x[n:])
 }
 
 // scoresF16_amd64 takes head sizes that are a multiple of 8 (all of

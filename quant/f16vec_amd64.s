@@ -59,6 +59,24 @@ conv:
 	VZEROUPPER
 	RET
 
+// func roundF16AVX2(x *float32, n int)
+// n is a positive multiple of 8: x[i] = float32(f16(x[i])), rounding to
+// nearest even as F32ToF16 does.
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+
+round:
+	VMOVUPS (DI), Y1
+	VCVTPS2PH $0, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ round
+	VZEROUPPER
+	RET
+
 // func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
 // For each of count key rows (stride bytes apart) and each of nq queries
 // (hd float32 each, back to back): out[i·ldo + j] = ggml_vec_dot_f16 of

@@ -151,3 +151,43 @@ func TestF16RunsMatchLoops(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundF16Kernels holds RoundF16 on every kernel set this CPU runs to
+// the Go loop bit for bit (NaN for NaN), at lengths around the 8-wide
+// groups, over normal, subnormal, overflowing and tie-breaking values.
+func TestRoundF16Kernels(t *testing.T) {
+	defer UseGeneric(false)
+	rng := rand.New(rand.NewPCG(13, 14))
+	in := []float32{0, float32(math.Copysign(0, -1)), 65504, 65519.99, 65520, -65520, 1e-8, -1e-8, 6e-8, 3e-8, 2.9802322e-8,
+		1 + 1.0/2048, 1 + 3.0/2048, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0x7f800001)}
+	for len(in) < 4000 {
+		switch rng.IntN(3) {
+		case 0:
+			in = append(in, float32(rng.NormFloat64()*math.Pow(10, float64(rng.IntN(12)-6))))
+		case 1:
+			in = append(in, math.Float32frombits(rng.Uint32()))
+		default: // halfway between two F16 values
+			h := uint16(rng.IntN(0x7bff))
+			in = append(in, (F16ToF32(h)+F16ToF32(h+1))/2)
+		}
+	}
+	for _, set := range KernelSets() {
+		if err := UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 7, 8, 9, 17, 64, len(in)} {
+			want := append([]float32(nil), in[:n]...)
+			roundF16Go(want)
+			got := append([]float32(nil), in[:n]...)
+			RoundF16(got)
+			for i := range want {
+				if math.IsNaN(float64(want[i])) && math.IsNaN(float64(got[i])) {
+					continue
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: RoundF16(%v) = %v, Go loop %v", set, n, in[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
