@@ -66,6 +66,43 @@ DATA expBound<>+4(SB)/4, $0x42b20000
 DATA expBound<>+8(SB)/4, $0x7f800000
 GLOBL expBound<>(SB), RODATA|NOPTR, $12
 
+// EXP4 computes Exp32 of the four float32 at off(DI) into OUT (an XMM
+// register), as four float64 lanes, step for step: t = x·log2e + 256.5;
+// n = float64(int32(t)) − 256; r = x − n·ln2; q = r·(1/8! + …) by Horner
+// from 1/8! to 1; p = 1 + q; 2^n as the bits (n + 1023) << 52; p·2^n
+// rounded to float32. X holds x as float64, Y2-Y5 and X3 are temporaries;
+// Y8-Y12 and AX hold the constants (see the prologue).
+#define EXP4(off, X, OUT) \
+	VCVTPS2PD off(DI), X; \
+	VMULPD Y8, X, Y2; \
+	VADDPD Y9, Y2, Y2; \
+	VCVTTPD2DQY Y2, X3; \
+	VCVTDQ2PD X3, Y4; \
+	VSUBPD Y10, Y4, Y4; \
+	VMULPD Y11, Y4, Y5; \
+	VSUBPD Y5, X, Y5; \
+	VMULPD 128(AX), Y5, Y2; \
+	VADDPD 160(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 192(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 224(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 256(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 288(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 320(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 352(AX), Y2, Y2; \
+	VMULPD Y2, Y5, Y2; \
+	VADDPD 352(AX), Y2, Y2; \
+	VPMOVSXDQ X3, Y4; \
+	VPADDQ Y12, Y4, Y4; \
+	VPSLLQ $52, Y4, Y4; \
+	VMULPD Y4, Y2, Y2; \
+	VCVTPD2PSY Y2, OUT;
+
 // func exp32sAVX2(x *float32, n int)
 // n is a positive multiple of 8: x[i] = Exp32(x[i]), each operation as
 // Exp32 does it, four lanes of float64 at a time.
@@ -84,64 +121,8 @@ TEXT ·exp32sAVX2(SB), NOSPLIT, $0-16
 	VBROADCASTSS 8(BX), Y15   // +Inf
 
 loop:
-	VCVTPS2PD 0(DI), Y0       // x as float64
-	VMULPD Y8, Y0, Y2
-	VADDPD Y9, Y2, Y2          // t = x*log2e + 256.5
-	VCVTTPD2DQY Y2, X3         // int(t)
-	VCVTDQ2PD X3, Y4
-	VSUBPD Y10, Y4, Y4         // n = float64(int(t)) - 256
-	VMULPD Y11, Y4, Y5
-	VSUBPD Y5, Y0, Y5          // r = x - n*ln2
-	VMULPD 128(AX), Y5, Y2     // q = r/8!
-	VADDPD 160(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 192(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 224(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 256(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 288(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 320(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 352(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 352(AX), Y2, Y2     // p = 1 + q
-	VPMOVSXDQ X3, Y4
-	VPADDQ Y12, Y4, Y4
-	VPSLLQ $52, Y4, Y4          // 2^n
-	VMULPD Y4, Y2, Y2
-	VCVTPD2PSY Y2, X6
-	VCVTPS2PD 16(DI), Y1       // x as float64
-	VMULPD Y8, Y1, Y2
-	VADDPD Y9, Y2, Y2          // t = x*log2e + 256.5
-	VCVTTPD2DQY Y2, X3         // int(t)
-	VCVTDQ2PD X3, Y4
-	VSUBPD Y10, Y4, Y4         // n = float64(int(t)) - 256
-	VMULPD Y11, Y4, Y5
-	VSUBPD Y5, Y1, Y5          // r = x - n*ln2
-	VMULPD 128(AX), Y5, Y2     // q = r/8!
-	VADDPD 160(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 192(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 224(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 256(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 288(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 320(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 352(AX), Y2, Y2
-	VMULPD Y2, Y5, Y2
-	VADDPD 352(AX), Y2, Y2     // p = 1 + q
-	VPMOVSXDQ X3, Y4
-	VPADDQ Y12, Y4, Y4
-	VPSLLQ $52, Y4, Y4          // 2^n
-	VMULPD Y4, Y2, Y2
-	VCVTPD2PSY Y2, X7
+	EXP4(0, Y0, X6)
+	EXP4(16, Y1, X7)
 	VINSERTF128 $1, X7, Y6, Y6  // the 8 results
 	VMOVUPS (DI), Y0
 	VCMPPS $0x1e, Y14, Y0, Y1     // x > 89
