@@ -84,8 +84,8 @@ var gemmKShapes = [...]struct {
 // q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows
 // (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.
 const (
-	q4kTileBytes = 1440
-	q4kTileCols  = 6
+	q4kTileBytes = 1184
+	q4kTileCols  = 5
 )
 
 //go:noescape
@@ -106,9 +106,6 @@ func gemmQ4KTileC4(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *flo
 //go:noescape
 func gemmQ4KTileC5(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
 
-//go:noescape
-func gemmQ4KTileC6(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
-
 // q4kTileKernels[c-1] is gemmQ4KTileC<c>.
 var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){
 	gemmQ4KTileC1,
@@ -116,5 +113,4 @@ var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps
 	gemmQ4KTileC3,
 	gemmQ4KTileC4,
 	gemmQ4KTileC5,
-	gemmQ4KTileC6,
 }
