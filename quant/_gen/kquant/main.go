@@ -78,7 +78,7 @@ func main() {
 		fmt.Fprintf(&d, "\t{%d, %d, gemmQ4KR%dC%d, gemmQ6KR%dC%d},\n", s[0], s[1], s[0], s[1], s[0], s[1])
 	}
 	d.WriteString("}\n")
-	fmt.Fprintf(&d, "\n// q4kTileCols is the most activation rows a tile kernel takes. The kernels\n// are laid out for tiles of q4kTileBytes (%d) a super-block (panelk.go).\nconst q4kTileCols = %d\n", q4kTileBytes, tileCols)
+	fmt.Fprintf(&d, "\n// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows\n// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.\nconst (\n\tq4kTileBytes = %d\n\tq4kTileCols  = %d\n)\n", q4kTileBytes, tileCols)
 	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb, pf int)\n")
 	for c := 1; c <= tileCols; c++ {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
