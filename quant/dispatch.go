@@ -37,6 +37,11 @@ type kernelSet struct {
 	// n, each output bit for bit the per-row Go twin (gemmk.go); nil in the
 	// generic set.
 	gemmK func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
+	// gemmKPanel, when set, is gemmK for rows [lo, hi) (multiples of
+	// q4kPanelRows) of a Q4_K matrix repacked into row panels of nb
+	// super-blocks a row (panelk.go); nil where there are no Q4_K panel
+	// kernels (then Q4_K is not repacked).
+	gemmKPanel func(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
 
 	// Half-precision vector kernels of attention over an F16 KV cache
 	// (see f16vec.go for their definitions).
@@ -193,10 +198,10 @@ func UseGeneric(generic bool) {
 }
 
 // Kernels names the kernel set in use, for logs ("generic" or an
-// architecture's name, with "+panels" when Q4_0 and Q8_0 weights are
-// repacked into row panels).
+// architecture's name, with "+panels" when weights are repacked into row
+// panels).
 func Kernels() string {
-	if k.gemmPanel != nil && repackOn.Load() {
+	if PanelsInUse() {
 		return k.name + "+panels"
 	}
 	return k.name

@@ -74,7 +74,7 @@ func gemmKAVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float
 	}
 	if t == Q4_K && n >= q4kTileMin && hi-lo >= 8 {
 		tiled := lo + (hi-lo)/8*8
-		gemmQ4KTiles(w, rb, lo, tiled, a, arb, n, nb, y, ys)
+		gemmQ4KTiles(w, rb, nil, lo, tiled, a, arb, n, nb, y, ys)
 		lo = tiled
 	}
 	for r0 := lo; r0 < hi; r0 += kTileRows {
@@ -88,13 +88,66 @@ func gemmKAVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float
 	}
 }
 
+// gemmQ4KPanelsAVX2 is gemmKAVX2 for rows [lo, hi) (multiples of
+// q4kPanelRows) of a Q4_K matrix repacked into panels of nb super-blocks a
+// row (panelk.go): the tile kernels run on the panels in place.
+func gemmQ4KPanelsAVX2(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	if nb == 0 || n == 0 || lo >= hi {
+		return
+	}
+	if lo%q4kPanelRows != 0 || hi%q4kPanelRows != 0 || len(panels) < hi/q4kPanelRows*nb*q4kTileBytes ||
+		arb < nb*q8_KBytes || len(a) < (n-1)*arb+nb*q8_KBytes || ys < hi || len(y) < (n-1)*ys+hi {
+		panic("quant: gemmQ4KPanelsAVX2: bad shape")
+	}
+	if n == 1 && nb <= q4kDecMaxBlocks {
+		gemmQ4KPanelsDecode(panels, nb, lo, hi, a, y)
+		return
+	}
+	gemmQ4KTiles(nil, 0, panels, lo, hi, a, arb, n, nb, y, ys)
+}
+
+// q4kDecMaxBlocks bounds the super-blocks of a row gemmQ4KPanelsDecode
+// takes (its bsum pairs live on the stack); longer rows take the tile path.
+const q4kDecMaxBlocks = 64
+
+// gemmQ4KPanelsDecode is gemmQ4KPanelsAVX2 for one activation row: the
+// panels in two halves, panel i of each half beside the other's in one
+// gemmQ4KPanel2C1 call (two streams far apart, and two panels' work in
+// flight), an odd last panel alone.
+func gemmQ4KPanelsDecode(panels []byte, nb, lo, hi int, a []byte, y []float32) {
+	var bp [8 * q4kDecMaxBlocks]int16
+	for b := 0; b < nb; b++ {
+		bs := a[b*q8_KBytes+4+qkK:]
+		bs = bs[:32]
+		o := bp[b*8 : b*8+8]
+		for j := range o {
+			o[j] = int16(le16(bs[4*j:])) + int16(le16(bs[4*j+2:]))
+		}
+	}
+	clear(y[lo:hi])
+	np := (hi - lo) / q4kPanelRows
+	half := np / 2
+	p0 := lo / q4kPanelRows
+	for i := 0; i < half; i++ {
+		pn := p0 + i
+		gemmQ4KPanel2C1(&panels[pn*nb*q4kTileBytes], half*nb*q4kTileBytes, nb, &a[0], &bp[0],
+			&y[pn*q4kPanelRows], half*q4kPanelRows*4)
+	}
+	if np%2 == 1 {
+		pn := p0 + np - 1
+		gemmQ4KTileC1(&panels[pn*nb*q4kTileBytes], nb, &a[0], 0, &bp[0], 16, &y[pn*q4kPanelRows], 0)
+	}
+}
+
 // gemmQ4KTiles is gemmKAVX2 for Q4_K rows [lo, hi) (a multiple of 8 rows)
-// and n activation rows, on the tile kernels: each tile of 8 rows is
-// unpacked kTileChunk super-blocks at a time and every activation row is
-// applied to it, at most q4kTileWidth per call. The kernels add into y
-// super-block by super-block in the twin's order, so y starts cleared and
-// the chunks change no bit.
-func gemmQ4KTiles(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
+// and n activation rows, on the tile kernels. With panels nil, each tile of
+// 8 rows of w (rb bytes apart) is unpacked kTileChunk super-blocks at a time
+// into an L1 buffer; otherwise the tiles are panels' super-blocks in place.
+// Every activation row is applied to a chunk, at most q4kTileWidth per
+// call, before the next chunk. The kernels add into y super-block by
+// super-block in the twin's order, so y starts cleared and the chunks change
+// no bit.
+func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
 	// bp[(b*n+i)*8+j] = bsum[2j]+bsum[2j+1] of activation row i, super-block b
 	// (each bsum is at most 16·128 in magnitude: the pair fits int16).
 	pb := q4kPairBufs.Get().(*[]int16)
@@ -114,24 +167,36 @@ func gemmQ4KTiles(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float3
 			}
 		}
 	}
-	buf := q4kTileBufs.Get().(*[kTileChunk * q4kTileBytes]byte)
-	defer q4kTileBufs.Put(buf)
 	calls := (n + q4kTileWidth - 1) / q4kTileWidth
+	chunk := kTileChunk
+	var buf *[kTileChunk * q4kTileBytes]byte
+	if panels == nil {
+		buf = q4kTileBufs.Get().(*[kTileChunk * q4kTileBytes]byte)
+		defer q4kTileBufs.Put(buf)
+	} else if calls == 1 {
+		chunk = nb // one call reads each panel once: no reuse to keep in L1
+	}
 	for r0 := lo; r0 < hi; r0 += 8 {
 		for i := 0; i < n; i++ {
 			clear(y[i*ys+r0 : i*ys+r0+8])
 		}
-		for b0 := 0; b0 < nb; b0 += kTileChunk {
-			cnt := min(kTileChunk, nb-b0)
-			pf := cnt * q4_KBytes // the next chunk, or the next tile's first
-			if b0+cnt == nb {
-				pf = 8*rb - b0*q4_KBytes
+		for b0 := 0; b0 < nb; b0 += chunk {
+			cnt := min(chunk, nb-b0)
+			var t *byte
+			if panels != nil {
+				t = &panels[(r0/q4kPanelRows*nb+b0)*q4kTileBytes]
+			} else {
+				pf := cnt * q4_KBytes // the next chunk, or the next tile's first
+				if b0+cnt == nb {
+					pf = 8*rb - b0*q4_KBytes
+				}
+				packQ4KTile(&buf[0], &w[r0*rb+b0*q4_KBytes], rb, cnt, pf)
+				t = &buf[0]
 			}
-			packQ4KTile(&buf[0], &w[r0*rb+b0*q4_KBytes], rb, cnt, pf)
 			// Balanced widths: each call reads the tile once.
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)
-				q4kTileKernels[cc-1](&buf[0], cnt, &a[c0*arb+b0*q8_KBytes], arb,
+				q4kTileKernels[cc-1](t, cnt, &a[c0*arb+b0*q8_KBytes], arb,
 					&bp[(b0*n+c0)*8], n*16, &y[c0*ys+r0], ys*4)
 				c0 += cc
 			}

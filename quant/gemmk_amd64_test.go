@@ -249,3 +249,31 @@ func TestGemmKTileWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestPackQ4KTileMatchesPanel holds the assembly tile packer to the Go
+// panel packer byte for byte: the tile kernels run on both.
+func TestPackQ4KTileMatchesPanel(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, nb := range []int{1, 2, kTileChunk, 7} {
+		rb := (nb + 1) * q4_KBytes // rows wider than the packed part
+		src := make([]byte, 8*rb)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		want := make([]byte, nb*q4kTileBytes)
+		packQ4KPanel(src, rb, nb, want)
+		got := make([]byte, nb*q4kTileBytes)
+		packQ4KTile(&got[0], &src[0], rb, nb, 0)
+		if !bytes.Equal(got, want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%d super-blocks: byte %d (super-block %d, offset %d) is %#x, want %#x",
+						nb, i, i/q4kTileBytes, i%q4kTileBytes, got[i], want[i])
+				}
+			}
+		}
+	}
+}

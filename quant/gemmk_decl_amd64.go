@@ -81,12 +81,9 @@ var gemmKShapes = [...]struct {
 	{4, 1, gemmQ4KR4C1, gemmQ6KR4C1},
 }
 
-// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows
-// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.
-const (
-	q4kTileBytes = 1184
-	q4kTileCols  = 5
-)
+// q4kTileCols is the most activation rows a tile kernel takes. The kernels
+// are laid out for tiles of q4kTileBytes (1184) a super-block (panelk.go).
+const q4kTileCols = 5
 
 //go:noescape
 func packQ4KTile(dst, w *byte, rb, nb, pf int)
@@ -114,3 +111,6 @@ var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps
 	gemmQ4KTileC4,
 	gemmQ4KTileC5,
 }
+
+//go:noescape
+func gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)

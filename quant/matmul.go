@@ -121,7 +121,7 @@ type matJob struct {
 	y      []float32
 	quant8 func(x []float32, dst []byte)
 	g      *gemmActs // non-nil when k.gemm computes this product
-	panels []byte    // m's row panels, when k.gemmPanel computes it
+	panels []byte    // m's row panels, when k.gemmPanel or k.gemmKPanel computes it
 }
 
 // MatMul computes y[i*m.Rows + r] = dot(m row r, x[i*m.Cols:(i+1)*m.Cols]) for
@@ -157,6 +157,9 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 		}
 		buf.q = grow(buf.q, n*j.arb)
 		j.xq = buf.q
+		if m.Type == Q4_K {
+			j.panels = m.panelsFor(p)
+		}
 		if k.gemm != nil && (m.Type == Q4_0 || m.Type == Q8_0) {
 			nb := m.Cols / qk8_0
 			g := &buf.g
@@ -215,6 +218,12 @@ func (j *matJob) convert(lo, hi int) {
 // tile by tile.
 func (j *matJob) rows(lo, hi int) {
 	R, c := j.m.Rows, j.m.Cols
+	if j.act.typ == Q8_K && j.panels != nil {
+		// Q4_K on panels: chunks are whole panels (ForGrain by rowTile, a
+		// multiple of q4kPanelRows; Repackable asks rows to be one too).
+		k.gemmKPanel(j.panels, c/qkK, lo, hi, j.xq, j.arb, j.n, j.y, R)
+		return
+	}
 	if j.act.typ == Q8_K && k.gemmK != nil {
 		// Q4_K and Q6_K: every output, whatever n, is the per-row Go twin's.
 		k.gemmK(j.m.Type, j.m.Data, j.rb, lo, hi, j.xq, j.arb, j.n, j.y, R)

@@ -34,14 +34,15 @@ import (
 //
 // The kernels computing on panels give gemmGo's bits (gemm.go), like those
 // on the file's layout, so a matrix gives the same results repacked or not.
+// Q4_K matrices have panels of their own layout (panelk.go).
 
 // panelRows is the height of a panel: one gemm tile.
 const panelRows = gemmRows
 
 // PanelLayout is the version of the panel byte order above. A panel cache
 // file (package panelcache) records it and is rebuilt when it changes:
-// increment it with any change to packPanel.
-const PanelLayout = 1
+// increment it with any change to packPanel or packQ4KPanel.
+const PanelLayout = 2
 
 // repackOn says whether MatMul repacks (and computes on panels); see
 // UseRepack.
@@ -76,15 +77,28 @@ type panelBuf struct {
 
 // Repackable returns m marked to be repacked into row panels the first time
 // MatMul computes on it with kernels that read panels (Q4_0 and Q8_0 with
-// AVX2 or AVX-512 VNNI). After repacking, release (if not nil) is given m.Data,
+// AVX2, AVX-512 VNNI or arm64's dot products; Q4_K with AVX2, panelk.go). After repacking, release (if not nil) is given m.Data,
 // which MatMul no longer reads while repacking stays on: a caller whose Data
 // is a read-only file mapping can drop those pages from the resident set
 // (the data must stay readable, as a dropped file mapping is). The copy
-// takes as much memory as the bytes it replaces. m is returned unchanged
-// when it cannot be repacked: another type, or rows not a whole number of
-// panels.
+// takes as much memory as the bytes it replaces (Q4_K's 3% more). m is
+// returned unchanged when it cannot be repacked: another type, or rows not
+// a whole number of panels.
 func Repackable(m Matrix, release func([]byte)) Matrix {
-	if (m.Type != Q4_0 && m.Type != Q8_0) || m.Rows == 0 || m.Rows%panelRows != 0 {
+	switch {
+	case m.Rows == 0:
+		return m
+	case m.Type == Q4_0 || m.Type == Q8_0:
+		if m.Rows%panelRows != 0 {
+			return m
+		}
+	case m.Type == Q4_K:
+		// Only where panel kernels compute Q4_K: elsewhere panels would
+		// be memory no product reads.
+		if k.gemmKPanel == nil || m.Rows%q4kPanelRows != 0 {
+			return m
+		}
+	default:
 		return m
 	}
 	m.pk = &packing{release: release}
@@ -119,53 +133,73 @@ func (m Matrix) DropPanels() {
 // PanelsInUse reports whether repackable matrices are computed on row
 // panels: repacking is on and this CPU has panel kernels. When it is false
 // nothing is repacked, so there is nothing to build or cache.
-func PanelsInUse() bool { return k.gemmPanel != nil && repackOn.Load() }
+func PanelsInUse() bool { return (k.gemmPanel != nil || k.gemmKPanel != nil) && repackOn.Load() }
 
-// PanelBytes is the size of m's panels (that of its Data), or 0 when m is
-// not repackable.
+// panelShape returns the rows of one panel of m and its size in bytes.
+func (m Matrix) panelShape() (rows, bytes int) {
+	if m.Type == Q4_K {
+		return q4kPanelRows, m.Cols / qkK * q4kTileBytes
+	}
+	return panelRows, panelRows * m.rowBytes()
+}
+
+// panelKernels reports whether the kernel set in use computes m's type on
+// panels.
+func (m Matrix) panelKernels() bool {
+	if m.Type == Q4_K {
+		return k.gemmKPanel != nil
+	}
+	return k.gemmPanel != nil
+}
+
+// PanelBytes is the size of m's panels (that of its Data, or 3% more for
+// Q4_K), or 0 when m is not repackable.
 func (m Matrix) PanelBytes() int {
 	if m.pk == nil {
 		return 0
 	}
-	return len(m.Data)
+	rows, bytes := m.panelShape()
+	return m.Rows / rows * bytes
 }
 
-// PanelBlockBytes is the size of one panel of m (panelRows rows); panels
-// are the unit in which they can be built, and a file holding them can be
-// checked, independently.
-func (m Matrix) PanelBlockBytes() int { return panelRows * m.rowBytes() }
+// PanelBlockBytes is the size of one panel of m (panelRows rows, or 8 for
+// Q4_K); panels are the unit in which they can be built, and a file holding
+// them can be checked, independently.
+func (m Matrix) PanelBlockBytes() int {
+	_, bytes := m.panelShape()
+	return bytes
+}
 
-// WritePanels builds the panels of m (Q4_0 or Q8_0, rows a whole number of
-// panels; m need not be repackable) and writes them to w at off, in pieces
+// WritePanels builds the panels of m (Q4_0, Q8_0 or Q4_K, rows a whole
+// number of panels; m need not be repackable) and writes them to w at off, in pieces
 // built in parallel on p, each whole panels of at most about chunk bytes
 // (at least one panel). sum, when not nil, is called with each piece's
 // index and bytes before it is written (from several goroutines at once).
 // The destination is never mapped, so a full disk is an error from w, not
 // a fault.
 func (m Matrix) WritePanels(p *par.Pool, w io.WriterAt, off int64, chunk int, sum func(piece int, b []byte)) error {
-	if (m.Type != Q4_0 && m.Type != Q8_0) || m.Rows%panelRows != 0 {
+	rows, pb := m.panelShape()
+	if (m.Type != Q4_0 && m.Type != Q8_0 && m.Type != Q4_K) || m.Rows%rows != 0 {
 		return fmt.Errorf("quant: %v matrix with %d rows has no row panels", m.Type, m.Rows)
 	}
-	rb := m.rowBytes()
-	pb := panelRows * rb
+	sb := rows * m.rowBytes() // a panel's rows in the file
 	per := max(1, chunk/pb)
-	pieces := (m.Rows/panelRows + per - 1) / per
+	pieces := (m.Rows/rows + per - 1) / per
 	var mu sync.Mutex
 	var first error
 	p.For(pieces, func(lo, hi int) {
 		buf := alignedBytes(per * pb)
 		for c := lo; c < hi; c++ {
-			q0, q1 := c*per, min((c+1)*per, m.Rows/panelRows)
-			src := m.Data[q0*pb : q1*pb]
-			prefault(src, false)
-			out := buf[:len(src)]
+			q0, q1 := c*per, min((c+1)*per, m.Rows/rows)
+			prefault(m.Data[q0*sb:q1*sb], false)
+			out := buf[:(q1-q0)*pb]
 			for q := q0; q < q1; q++ {
-				packPanel(m.Type, m.Data[q*pb:(q+1)*pb], rb, out[(q-q0)*pb:(q-q0+1)*pb])
+				m.packPanel(q, out[(q-q0)*pb:(q-q0+1)*pb])
 			}
 			if sum != nil {
 				sum(c, out)
 			}
-			if _, err := w.WriteAt(out, off+int64(q0*pb)); err != nil {
+			if _, err := w.WriteAt(out, off+int64(q0)*int64(pb)); err != nil {
 				mu.Lock()
 				if first == nil {
 					first = err
@@ -192,8 +226,8 @@ func (m Matrix) UsePanels(b []byte, free func()) error {
 	switch {
 	case m.pk == nil:
 		return fmt.Errorf("%w: %v %dx%d is not repackable", ErrPanels, m.Type, m.Rows, m.Cols)
-	case len(b) != len(m.Data):
-		return fmt.Errorf("%w: %d bytes for a %d-byte matrix", ErrPanels, len(b), len(m.Data))
+	case len(b) != m.PanelBytes():
+		return fmt.Errorf("%w: %d bytes for a matrix of %d bytes of panels", ErrPanels, len(b), m.PanelBytes())
 	case len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64 != 0:
 		return fmt.Errorf("%w: panels not 64-byte aligned", ErrPanels)
 	}
@@ -226,7 +260,7 @@ func (m Matrix) WithoutPanels() Matrix {
 // use, or nil when m computes on the file's layout (not repackable,
 // repacking off, or no panel kernels here).
 func (m Matrix) panelsFor(p *par.Pool) []byte {
-	if m.pk == nil || k.gemmPanel == nil || !repackOn.Load() {
+	if m.pk == nil || !m.panelKernels() || !repackOn.Load() {
 		return nil
 	}
 	if pb := m.pk.panels.Load(); pb != nil {
@@ -237,7 +271,7 @@ func (m Matrix) panelsFor(p *par.Pool) []byte {
 	if pb := m.pk.panels.Load(); pb != nil {
 		return pb.b // built while this call waited
 	}
-	pb := panelMemory(len(m.Data))
+	pb := panelMemory(m.PanelBytes())
 	packPanels(p, m, pb.b)
 	m.pk.panels.Store(pb)
 	if m.pk.release != nil {
@@ -248,15 +282,27 @@ func (m Matrix) panelsFor(p *par.Pool) []byte {
 
 // packPanels builds m's panels into out, a panel per pool task.
 func packPanels(p *par.Pool, m Matrix, out []byte) {
-	rb := m.rowBytes()
-	pb := panelRows * rb
-	p.For(m.Rows/panelRows, func(lo, hi int) {
-		prefault(m.Data[lo*pb:hi*pb], false)
+	rows, pb := m.panelShape()
+	sb := rows * m.rowBytes()
+	p.For(m.Rows/rows, func(lo, hi int) {
+		prefault(m.Data[lo*sb:hi*sb], false)
 		prefault(out[lo*pb:hi*pb], true)
 		for q := lo; q < hi; q++ {
-			packPanel(m.Type, m.Data[q*pb:(q+1)*pb], rb, out[q*pb:(q+1)*pb])
+			m.packPanel(q, out[q*pb:(q+1)*pb])
 		}
 	})
+}
+
+// packPanel builds panel q of m into dst.
+func (m Matrix) packPanel(q int, dst []byte) {
+	rows, _ := m.panelShape()
+	rb := m.rowBytes()
+	src := m.Data[q*rows*rb : (q+1)*rows*rb]
+	if m.Type == Q4_K {
+		packQ4KPanel(src, rb, m.Cols/qkK, dst)
+		return
+	}
+	packPanel(m.Type, src, rb, dst)
 }
 
 // alignedBytes returns n zero bytes starting on a 64-byte boundary (a cache
@@ -317,10 +363,14 @@ func panelBlock(t Type, panels []byte, rb, r, b int, blk []byte) {
 
 // dequantizePanelRow is DequantizeRow for a repacked matrix.
 func (m Matrix) dequantizePanelRow(panels []byte, r int, dst []float32) {
-	var blk [q8_0Bytes]byte
+	var blk [q4_KBytes]byte
 	rb, bw, bs := m.rowBytes(), m.Type.BlockBytes(), m.Type.BlockSize()
 	for b := 0; b < m.Cols/bs; b++ {
-		panelBlock(m.Type, panels, rb, r, b, blk[:bw])
+		if m.Type == Q4_K {
+			q4kPanelBlock(panels, m.Cols/bs, r, b, blk[:bw])
+		} else {
+			panelBlock(m.Type, panels, rb, r, b, blk[:bw])
+		}
 		dequantize(m.Type, blk[:bw], dst[b*bs:(b+1)*bs])
 	}
 	runtime.KeepAlive(m.pk)

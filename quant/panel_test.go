@@ -35,6 +35,38 @@ func TestPanelRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	// Q4_K: every 12 bytes of packed scales are 16 values of 6 bits, so
+	// any bytes come back.
+	for _, nb := range []int{1, 3} {
+		rb := nb * q4_KBytes
+		src := make([]byte, q4kPanelRows*rb)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		dst := make([]byte, nb*q4kTileBytes)
+		packQ4KPanel(src, rb, nb, dst)
+		blk := make([]byte, q4_KBytes)
+		for r := range q4kPanelRows {
+			for b := range nb {
+				q4kPanelBlock(dst, nb, r, b, blk)
+				if want := src[r*rb+b*q4_KBytes : r*rb+(b+1)*q4_KBytes]; !bytes.Equal(blk, want) {
+					t.Fatalf("Q4_K %d blocks: row %d block %d comes back as %x, was %x", nb, r, b, blk, want)
+				}
+			}
+		}
+	}
+}
+
+// randomQ4KWeights is randomWeights for Q4_K with a finite dmin too, so
+// that no output is NaN (whose payload is not part of the kernels'
+// contract).
+func randomQ4KWeights(rng *rand.Rand, rows, cols int) []byte {
+	data := randomWeights(rng, Q4_K, rows, cols)
+	for b := 0; b < len(data)/q4_KBytes; b++ {
+		dm := F32ToF16(float32(math.Ldexp(1+rng.Float64(), -10+rng.IntN(6))))
+		data[b*q4_KBytes+2], data[b*q4_KBytes+3] = byte(dm), byte(dm>>8)
+	}
+	return data
 }
 
 // TestRepackedMatMulMatches holds MatMul on a repackable matrix to MatMul
@@ -57,12 +89,21 @@ func testRepackedMatMulMatches(t *testing.T) {
 	p := par.New(2)
 	defer p.Close()
 	defer UseRepack(true)
-	for _, typ := range []Type{Q4_0, Q8_0} {
+	for _, typ := range []Type{Q4_0, Q8_0, Q4_K} {
 		// Shapes from one panel to several per thread, with and without
 		// a remainder beside the one-row kernel's streams.
-		for _, shape := range [][2]int{{16, 32}, {48, 96}, {64, 2048}, {128, 64}, {272, 32}, {1040, 128}} {
+		shapes := [][2]int{{16, 32}, {48, 96}, {64, 2048}, {128, 64}, {272, 32}, {1040, 128}}
+		if typ == Q4_K {
+			// Panels of 8 rows: an odd count of them ends a thread's
+			// chunk in half a row tile.
+			shapes = [][2]int{{8, 256}, {24, 512}, {64, 2048}, {136, 256}, {520, 768}}
+		}
+		for _, shape := range shapes {
 			rows, cols := shape[0], shape[1]
 			data := randomWeights(rng, typ, rows, cols)
+			if typ == Q4_K {
+				data = randomQ4KWeights(rng, rows, cols)
+			}
 			plain, err := NewMatrix(typ, rows, cols, data)
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +129,7 @@ func testRepackedMatMulMatches(t *testing.T) {
 				}
 			}
 			UseRepack(true)
-			if k.gemmPanel == nil {
+			if !plain.panelKernels() {
 				if packed.Repacked() || released != 0 {
 					t.Fatalf("%v: repacked without panel kernels", typ)
 				}
@@ -126,7 +167,8 @@ func TestRepackableLeavesOthers(t *testing.T) {
 		typ  Type
 		rows int
 		want bool
-	}{{Q4_0, 16, true}, {Q8_0, 32, true}, {Q4_0, 24, false}, {Q4_K, 16, false}, {F16, 16, false}, {Q4_0, 0, false}} {
+	}{{Q4_0, 16, true}, {Q8_0, 32, true}, {Q4_0, 24, false}, {Q4_K, 24, k.gemmKPanel != nil}, {Q4_K, 12, false},
+		{Q6_K, 16, false}, {F16, 16, false}, {Q4_0, 0, false}} {
 		cols := 256
 		size, _ := tc.typ.RowBytes(tc.rows * cols)
 		m, err := NewMatrix(tc.typ, tc.rows, cols, make([]byte, size))
@@ -145,10 +187,14 @@ func TestRepackableLeavesOthers(t *testing.T) {
 func BenchmarkPanelDecode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(55, 56))
 	defer UseRepack(true)
-	for _, typ := range []Type{Q4_0, Q8_0} {
+	for _, typ := range []Type{Q4_0, Q8_0, Q4_K} {
 		for _, shape := range [][2]int{{128256, 2048}, {512, 2048}} {
 			rows, cols := shape[0], shape[1]
-			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+			data := randomWeights(rng, typ, rows, cols)
+			if typ == Q4_K {
+				data = randomQ4KWeights(rng, rows, cols)
+			}
+			m, _ := NewMatrix(typ, rows, cols, data)
 			m = Repackable(m, nil)
 			x := testData(rng, cols)
 			y := make([]float32, rows)

@@ -62,6 +62,7 @@ func main() {
 	for c := 1; c <= tileCols; c++ {
 		tileKernel(p, c)
 	}
+	panelDecKernel(p)
 	write("quant/gemmk_amd64.s", b.String())
 
 	var d strings.Builder
@@ -78,7 +79,7 @@ func main() {
 		fmt.Fprintf(&d, "\t{%d, %d, gemmQ4KR%dC%d, gemmQ6KR%dC%d},\n", s[0], s[1], s[0], s[1], s[0], s[1])
 	}
 	d.WriteString("}\n")
-	fmt.Fprintf(&d, "\n// q4kTileBytes is the size of one super-block of a packed Q4_K tile of 8 rows\n// (packQ4KTile), and q4kTileCols the most activation rows a tile kernel takes.\nconst (\n\tq4kTileBytes = %d\n\tq4kTileCols  = %d\n)\n", q4kTileBytes, tileCols)
+	fmt.Fprintf(&d, "\n// q4kTileCols is the most activation rows a tile kernel takes. The kernels\n// are laid out for tiles of q4kTileBytes (%d) a super-block (panelk.go).\nconst q4kTileCols = %d\n", q4kTileBytes, tileCols)
 	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb, pf int)\n")
 	for c := 1; c <= tileCols; c++ {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
@@ -88,6 +89,7 @@ func main() {
 		fmt.Fprintf(&d, "\tgemmQ4KTileC%d,\n", c)
 	}
 	d.WriteString("}\n")
+	d.WriteString("\n//go:noescape\nfunc gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n")
 	write("quant/gemmk_decl_amd64.go", d.String())
 }
 
@@ -804,6 +806,115 @@ func tileKernel(p func(string, ...any), c int) {
 	p("\tADDQ $292, DI")
 	p("\tADDQ $292, R10")
 	p("\tADDQ DX, BX")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// panelDecKernel writes gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte,
+// bp *int16, y *float32, yoff int): nb super-blocks of two Q4_K panels (at
+// t and t+toff) by one Q8_K activation row, adding the outputs into the 8
+// floats at y and the 8 at y+yoff bytes. It is gemmQ4KTileC1 on two panels
+// at once, for decode: the two panels' sub-blocks are independent work in
+// flight together, and each sub-block's 8 products add in a tree (depth 3)
+// rather than a chain, so the one-row pass is not bound by latency. The
+// integer sums are exact and the float part the same, so the bits are
+// gemmQ4KTileC1's.
+//
+// Registers: SI panel 0, R13 panel 1, CX super-blocks left, DI the
+// activation row, BX bp, R11 y, R12 yoff. Y0..Y7 weights, Y8 Y9 Y11 Y12
+// Y13 products, Y15 scales, Y10 and Y14 the panels' int32 sums; in the
+// float part Y0 d, Y1 dmin, Y2..Y6 temporaries, Y7..Y9 and Y15 the mins.
+func panelDecKernel(p func(string, ...any)) {
+	name := "gemmQ4KPanel2C1"
+	acc := [2]string{"Y10", "Y14"}
+	base := [2]string{"SI", "R13"}
+	p("")
+	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ t+0(FP), SI")
+	p("\tMOVQ toff+8(FP), R13")
+	p("\tADDQ SI, R13")
+	p("\tMOVQ nb+16(FP), CX")
+	p("\tMOVQ a+24(FP), DI")
+	p("\tMOVQ bp+32(FP), BX")
+	p("\tMOVQ y+40(FP), R11")
+	p("\tMOVQ yoff+48(FP), R12")
+	p("")
+	p("loop_%s:", name)
+	tmp := [4]string{"Y8", "Y9", "Y11", "Y12"}
+	for j := 0; j < 8; j++ {
+		for P := 0; P < 2; P++ {
+			for g := 0; g < 8; g++ {
+				p("\tVMOVDQU %d(%s), Y%d", tileOffQ+256*(j/2)+32*g, base[P], g)
+				if j%2 == 1 {
+					p("\tVPSRLW $4, Y%d, Y%d", g, g)
+				}
+				p("\tVPAND gt0f<>(SB), Y%d, Y%d", g, g)
+			}
+			for g := 0; g < 8; g++ {
+				t := tmp[g%4]
+				if g >= 4 {
+					t = "Y13"
+				}
+				p("\tVPBROADCASTD %d(DI), %s", 4+32*j+4*g, t)
+				p("\tVPMADDUBSW %s, Y%d, %s", t, g, t)
+				if g >= 4 {
+					p("\tVPADDW Y13, %s, %s", tmp[g%4], tmp[g%4])
+				}
+			}
+			p("\tVPADDW Y9, Y8, Y8")
+			p("\tVPADDW Y12, Y11, Y11")
+			p("\tVPADDW Y11, Y8, Y8")
+			p("\tVMOVDQU %d(%s), Y15", tileOffScale+32*(j/4), base[P])
+			p("\tVPSHUFB gtsc<>+%d(SB), Y15, Y15", 32*(j%4))
+			if j == 0 {
+				p("\tVPMADDWD Y15, Y8, %s", acc[P])
+			} else {
+				p("\tVPMADDWD Y15, Y8, Y8")
+				p("\tVPADDD Y8, %s, %s", acc[P], acc[P])
+			}
+		}
+	}
+	p("\tVBROADCASTSS 0(DI), Y3")
+	minReg := [4]string{"Y7", "Y8", "Y9", "Y15"}
+	for P := 0; P < 2; P++ {
+		for k := 0; k < 4; k++ {
+			p("\tVMOVDQU %d(%s), %s", tileOffMin+32*(k/2), base[P], minReg[k])
+			p("\tVPSHUFB gtmn<>+%d(SB), %s, %s", 32*(k%2), minReg[k], minReg[k])
+		}
+		p("\tVCVTPH2PS 0(%s), Y0", base[P])
+		p("\tVCVTPH2PS 16(%s), Y1", base[P])
+		for k := 0; k < 4; k++ {
+			t := "Y2"
+			if k > 0 {
+				t = "Y6"
+			}
+			p("\tVPBROADCASTD %d(BX), %s", 4*k, t)
+			p("\tVPMADDWD %s, %s, %s", minReg[k], t, t)
+			if k > 0 {
+				p("\tVPADDD Y6, Y2, Y2")
+			}
+		}
+		out := "(R11)"
+		if P == 1 {
+			out = "(R11)(R12*1)"
+		}
+		p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
+		p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
+		p("\tVCVTDQ2PS %s, Y6", acc[P])
+		p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
+		p("\tVADDPS %s, Y4, Y4", out)
+		p("\tVCVTDQ2PS Y2, Y2")
+		p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
+		p("\tVSUBPS Y5, Y4, Y4")
+		p("\tVMOVUPS Y4, %s", out)
+	}
+	p("\tADDQ $%d, SI", q4kTileBytes)
+	p("\tADDQ $%d, R13", q4kTileBytes)
+	p("\tADDQ $292, DI")
+	p("\tADDQ $16, BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
 	p("\tVZEROUPPER")
