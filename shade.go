@@ -52,7 +52,7 @@ type Options struct {
 	// it); "off" (the default) leaves it unpaced. Model.SetPolicy switches
 	// it later.
 	Policy string
-	// Panels is where Q4_0 and Q8_0 weights repacked into row panels live
+	// Panels is where Q4_0, Q8_0 and Q4_K weights repacked into row panels live
 	// (on CPUs with panel kernels): "cache" (default) maps them from a
 	// panel cache file built on the first start, "memory" repacks them at
 	// every start into anonymous memory, "off" computes in the file's

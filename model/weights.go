@@ -104,8 +104,8 @@ func (ld loader) matrix(name string, rows, cols int) (quant.Matrix, error) {
 	if err != nil {
 		return quant.Matrix{}, &TensorError{name, err}
 	}
-	// Q4_0 and Q8_0 weights compute fastest repacked into row panels
-	// (quant/panel.go), which happens later (Model.Repack, or first use),
+	// Q4_0, Q8_0 and Q4_K weights compute fastest repacked into row panels
+	// (quant/panel.go, quant/panelk.go), which happens later (Model.Repack, or first use),
 	// so that layers a streamer takes over are never copied; the mapped
 	// pages are then dropped, keeping the resident set at one copy of the
 	// weights.

@@ -1,10 +1,10 @@
-// Package panelcache keeps the row panels of a model's Q4_0 and Q8_0
-// matrices (quant/panel.go) in a file built once and mapped read-only, so
+// Package panelcache keeps the row panels of a model's Q4_0, Q8_0 and Q4_K
+// matrices (quant/panel.go, quant/panelk.go) in a file built once and mapped read-only, so
 // that they are page cache like the model file itself: the kernel can evict
 // them under memory pressure and read them back, processes running the same
 // model share one copy, and a later start maps them instead of repacking.
 // The price is disk space: a cache file is as large as the model's Q4_0 and
-// Q8_0 tensors. docs/panels.md weighs it against repacking into anonymous
+// Q8_0 tensors and 3% more than its Q4_K ones. docs/panels.md weighs it against repacking into anonymous
 // memory at every start and computing in the file's layout.
 //
 // A cache file belongs to one model file, named after its path, and is

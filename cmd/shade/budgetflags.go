@@ -33,9 +33,9 @@ func addBudgetFlags(fs *flag.FlagSet) *budgetFlags {
 			"the other layers are read from the model file with O_DIRECT for every forward pass (default: everything resident)"),
 		readAhead: fs.Int("read-ahead", weights.DefaultReadAhead, "with --dram-budget: streamed layers read ahead of the one computing (0: each read when needed)"),
 		layout:    fs.String("stream-layout", "spread", "with --dram-budget: which layers stream: spread (evenly among the resident ones, so reads hide behind their compute) or tail (the last ones; for comparison)"),
-		repack: fs.Bool("repack", true, "compute resident Q4_0 and Q8_0 weights repacked into row panels where the CPU has the kernels for them: faster, "+
+		repack: fs.Bool("repack", true, "compute resident Q4_0, Q8_0 and Q4_K weights repacked into row panels where the CPU has the kernels for them: faster, "+
 			"same output (false: --panels=off)"),
-		panels: fs.String("panels", "cache", "where Q4_0 and Q8_0 weights repacked into row panels live: cache (a file built on the first start, "+
+		panels: fs.String("panels", "cache", "where Q4_0, Q8_0 and Q4_K weights repacked into row panels live: cache (a file built on the first start, "+
 			"then mapped: page cache the OS can evict and share, no repacking later; costs their size on disk), memory (repacked at every start into "+
 			"memory the OS cannot evict without swap) or off (the file's layout: nothing to build, slower kernels)"),
 		panelDir: fs.String("panel-cache", "", "the panel cache's `directory` (default: $SHADE_PANEL_CACHE or "+
