@@ -116,14 +116,7 @@ const q4kDecMaxBlocks = 64
 // flight), an odd last panel alone.
 func gemmQ4KPanelsDecode(panels []byte, nb, lo, hi int, a []byte, y []float32) {
 	var bp [8 * q4kDecMaxBlocks]int16
-	for b := 0; b < nb; b++ {
-		bs := a[b*q8_KBytes+4+qkK:]
-		bs = bs[:32]
-		o := bp[b*8 : b*8+8]
-		for j := range o {
-			o[j] = int16(le16(bs[4*j:])) + int16(le16(bs[4*j+2:]))
-		}
-	}
+	q4kBsumPairs(bp[:8*nb], a, 0, 1, nb)
 	clear(y[lo:hi])
 	np := (hi - lo) / q4kPanelRows
 	half := np / 2
@@ -148,25 +141,13 @@ func gemmQ4KPanelsDecode(panels []byte, nb, lo, hi int, a []byte, y []float32) {
 // super-block in the twin's order, so y starts cleared and the chunks change
 // no bit.
 func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
-	// bp[(b*n+i)*8+j] = bsum[2j]+bsum[2j+1] of activation row i, super-block b
-	// (each bsum is at most 16·128 in magnitude: the pair fits int16).
 	pb := q4kPairBufs.Get().(*[]int16)
 	defer q4kPairBufs.Put(pb)
 	if cap(*pb) < nb*n*8 {
 		*pb = make([]int16, nb*n*8)
 	}
 	bp := (*pb)[:nb*n*8]
-	for i := 0; i < n; i++ {
-		for b := 0; b < nb; b++ {
-			bs := a[i*arb+b*q8_KBytes+4+qkK:]
-			bs = bs[:32]
-			o := bp[(b*n+i)*8:]
-			o = o[:8]
-			for j := range o {
-				o[j] = int16(le16(bs[4*j:])) + int16(le16(bs[4*j+2:]))
-			}
-		}
-	}
+	q4kBsumPairs(bp, a, arb, n, nb)
 	calls := (n + q4kTileWidth - 1) / q4kTileWidth
 	chunk := kTileChunk
 	var buf *[kTileChunk * q4kTileBytes]byte
@@ -199,6 +180,24 @@ func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n,
 				q4kTileKernels[cc-1](t, cnt, &a[c0*arb+b0*q8_KBytes], arb,
 					&bp[(b0*n+c0)*8], n*16, &y[c0*ys+r0], ys*4)
 				c0 += cc
+			}
+		}
+	}
+}
+
+// q4kBsumPairs writes into bp what the tile kernels take the mins off
+// against: bp[(b*n+i)*8+j] = bsum[2j]+bsum[2j+1] of activation row i (of n,
+// arb bytes apart), super-block b (of nb). Each bsum is at most 16·128 in
+// magnitude, so the pair fits int16.
+func q4kBsumPairs(bp []int16, a []byte, arb, n, nb int) {
+	for i := 0; i < n; i++ {
+		for b := 0; b < nb; b++ {
+			bs := a[i*arb+b*q8_KBytes+4+qkK:]
+			bs = bs[:32]
+			o := bp[(b*n+i)*8:]
+			o = o[:8]
+			for j := range o {
+				o[j] = int16(le16(bs[4*j:])) + int16(le16(bs[4*j+2:]))
 			}
 		}
 	}

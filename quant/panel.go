@@ -77,8 +77,9 @@ type panelBuf struct {
 
 // Repackable returns m marked to be repacked into row panels the first time
 // MatMul computes on it with kernels that read panels (Q4_0 and Q8_0 with
-// AVX2, AVX-512 VNNI or arm64's dot products; Q4_K with AVX2, panelk.go). After repacking, release (if not nil) is given m.Data,
-// which MatMul no longer reads while repacking stays on: a caller whose Data
+// AVX2, AVX-512 VNNI or arm64's dot products; Q4_K with AVX2, panelk.go).
+// After repacking, release (if not nil) is given m.Data, which MatMul no
+// longer reads while repacking stays on: a caller whose Data
 // is a read-only file mapping can drop those pages from the resident set
 // (the data must stay readable, as a dropped file mapping is). The copy
 // takes as much memory as the bytes it replaces (Q4_K's 3% more). m is
@@ -171,8 +172,8 @@ func (m Matrix) PanelBlockBytes() int {
 }
 
 // WritePanels builds the panels of m (Q4_0, Q8_0 or Q4_K, rows a whole
-// number of panels; m need not be repackable) and writes them to w at off, in pieces
-// built in parallel on p, each whole panels of at most about chunk bytes
+// number of panels; m need not be repackable) and writes them to w at off,
+// in pieces built in parallel on p, each whole panels of at most about chunk bytes
 // (at least one panel). sum, when not nil, is called with each piece's
 // index and bytes before it is written (from several goroutines at once).
 // The destination is never mapped, so a full disk is an error from w, not
