@@ -765,39 +765,10 @@ func tileKernel(p func(string, ...any), c int) {
 			}
 		}
 	}
-	// sum += d*dy*float32(sumi); sum -= dmin*dy*float32(sumMins), with
-	// the twin's roundings.
-	// The mins in pairs, m_2k, m_2k+1 for each row, in minReg[k].
-	minReg := [4]string{"Y7", "Y8", "Y9", "Y15"}
-	for k := 0; k < 4; k++ {
-		p("\tVMOVDQU %d(SI), %s", tileOffMin+32*(k/2), minReg[k])
-		p("\tVPSHUFB gtmn<>+%d(SB), %s, %s", 32*(k%2), minReg[k], minReg[k])
-	}
-	p("\tVCVTPH2PS 0(SI), Y0")
-	p("\tVCVTPH2PS 16(SI), Y1")
+	tileLoadMins(p, "SI")
 	p("\tMOVQ R11, AX")
 	for i := 0; i < c; i++ {
-		for k := 0; k < 4; k++ {
-			t := "Y2"
-			if k > 0 {
-				t = "Y3"
-			}
-			p("\tVPBROADCASTD %d(BX), %s", 16*i+4*k, t)
-			p("\tVPMADDWD %s, %s, %s", minReg[k], t, t)
-			if k > 0 {
-				p("\tVPADDD Y3, Y2, Y2")
-			}
-		}
-		p("\tVBROADCASTSS %s, Y3", ac(i, 0))
-		p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
-		p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
-		p("\tVCVTDQ2PS %s, Y6", acc(i))
-		p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
-		p("\tVADDPS (AX), Y4, Y4")
-		p("\tVCVTDQ2PS Y2, Y2")
-		p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
-		p("\tVSUBPS Y5, Y4, Y4")
-		p("\tVMOVUPS Y4, (AX)")
+		tileFloat(p, 16*i, ac(i, 0), acc(i), "(AX)")
 		if i < c-1 {
 			p("\tADDQ R12, AX")
 		}
@@ -810,6 +781,51 @@ func tileKernel(p func(string, ...any), c int) {
 	p("\tJNZ loop_%s", name)
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// tileMins are the registers tileLoadMins fills: the mins in pairs,
+// m_2k, m_2k+1 of each row, in tileMins[k].
+var tileMins = [4]string{"Y7", "Y8", "Y9", "Y15"}
+
+// tileLoadMins writes the loads of the float part of the tile kernels from
+// the super-block of a tile at base: the mins into tileMins, f16 d and
+// dmin to float32 in Y0 and Y1.
+func tileLoadMins(p func(string, ...any), base string) {
+	for k, r := range tileMins {
+		p("\tVMOVDQU %d(%s), %s", tileOffMin+32*(k/2), base, r)
+		p("\tVPSHUFB gtmn<>+%d(SB), %s, %s", 32*(k%2), r, r)
+	}
+	p("\tVCVTPH2PS 0(%s), Y0", base)
+	p("\tVCVTPH2PS 16(%s), Y1", base)
+}
+
+// tileFloat writes the float part of the tile kernels for one activation
+// row after tileLoadMins: sumMins from the mins and the bsum pairs at
+// bpOff(BX), then sum += d*dy*float32(sumi); sum -= dmin*dy*float32(sumMins)
+// with the twin's roundings, dy the f32 at dy, sumi in acc, sum the 8
+// floats at out. Y2..Y6 are its temporaries.
+func tileFloat(p func(string, ...any), bpOff int, dy, acc, out string) {
+	for k, r := range tileMins {
+		t := "Y2"
+		if k > 0 {
+			t = "Y3"
+		}
+		p("\tVPBROADCASTD %d(BX), %s", bpOff+4*k, t)
+		p("\tVPMADDWD %s, %s, %s", r, t, t)
+		if k > 0 {
+			p("\tVPADDD Y3, Y2, Y2")
+		}
+	}
+	p("\tVBROADCASTSS %s, Y3", dy)
+	p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
+	p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
+	p("\tVCVTDQ2PS %s, Y6", acc)
+	p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
+	p("\tVADDPS %s, Y4, Y4", out)
+	p("\tVCVTDQ2PS Y2, Y2")
+	p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
+	p("\tVSUBPS Y5, Y4, Y4")
+	p("\tVMOVUPS Y4, %s", out)
 }
 
 // panelDecKernel writes gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte,
@@ -877,39 +893,13 @@ func panelDecKernel(p func(string, ...any)) {
 			}
 		}
 	}
-	p("\tVBROADCASTSS 0(DI), Y3")
-	minReg := [4]string{"Y7", "Y8", "Y9", "Y15"}
 	for P := 0; P < 2; P++ {
-		for k := 0; k < 4; k++ {
-			p("\tVMOVDQU %d(%s), %s", tileOffMin+32*(k/2), base[P], minReg[k])
-			p("\tVPSHUFB gtmn<>+%d(SB), %s, %s", 32*(k%2), minReg[k], minReg[k])
-		}
-		p("\tVCVTPH2PS 0(%s), Y0", base[P])
-		p("\tVCVTPH2PS 16(%s), Y1", base[P])
-		for k := 0; k < 4; k++ {
-			t := "Y2"
-			if k > 0 {
-				t = "Y6"
-			}
-			p("\tVPBROADCASTD %d(BX), %s", 4*k, t)
-			p("\tVPMADDWD %s, %s, %s", minReg[k], t, t)
-			if k > 0 {
-				p("\tVPADDD Y6, Y2, Y2")
-			}
-		}
 		out := "(R11)"
 		if P == 1 {
 			out = "(R11)(R12*1)"
 		}
-		p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
-		p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
-		p("\tVCVTDQ2PS %s, Y6", acc[P])
-		p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
-		p("\tVADDPS %s, Y4, Y4", out)
-		p("\tVCVTDQ2PS Y2, Y2")
-		p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
-		p("\tVSUBPS Y5, Y4, Y4")
-		p("\tVMOVUPS Y4, %s", out)
+		tileLoadMins(p, base[P])
+		tileFloat(p, 0, "0(DI)", acc[P], out)
 	}
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $%d, R13", q4kTileBytes)
