@@ -92,16 +92,24 @@ func inMemory(p *par.Pool, mats []quant.Matrix, t0 time.Time, warning string) Re
 }
 
 // candidates lists the tensors of f that have row panels, as
-// quant.Repackable decides for the matrices made of them.
-func candidates(f *gguf.File) []int {
-	var out []int
+// quant.Repackable decides for the matrices made of them on this CPU, and
+// their panels' sizes (Q4_K panels are 3% larger than the tensor).
+func candidates(f *gguf.File) (tensors []int, sizes map[int]int64) {
+	sizes = make(map[int]int64)
 	for i, ti := range f.Tensors {
-		if (ti.Type == quant.Q4_0 || ti.Type == quant.Q8_0) && len(ti.Dims) == 2 && ti.Dims[1] > 0 && ti.Dims[1]%16 == 0 &&
-			ti.Dims[0] > 0 && ti.Dims[0]%uint64(ti.Type.BlockSize()) == 0 {
-			out = append(out, i)
+		if len(ti.Dims) != 2 || ti.Dims[1] == 0 || ti.Dims[0] == 0 || ti.Dims[0] > 1<<40 || ti.Dims[1] > 1<<40 {
+			continue
+		}
+		m, err := quant.NewMatrix(ti.Type, int(ti.Dims[1]), int(ti.Dims[0]), f.TensorData(&f.Tensors[i]))
+		if err != nil {
+			continue
+		}
+		if n := quant.Repackable(m, nil).PanelBytes(); n > 0 {
+			tensors = append(tensors, i)
+			sizes[i] = int64(n)
 		}
 	}
-	return out
+	return tensors, sizes
 }
 
 // fromCache installs the panels of mats from the cache file of f in dir,
@@ -111,7 +119,7 @@ func fromCache(p *par.Pool, f *gguf.File, dir string, mats []quant.Matrix) (res 
 	if dir == "" {
 		return res, nil, errors.New("no cache directory (set $SHADE_PANEL_CACHE or --panel-cache)")
 	}
-	tensors := candidates(f)
+	tensors, sizes := candidates(f)
 	byAddr := make(map[uintptr]int, len(tensors))
 	for _, i := range tensors {
 		d := f.TensorData(&f.Tensors[i])
@@ -144,7 +152,7 @@ func fromCache(p *par.Pool, f *gguf.File, dir string, mats []quant.Matrix) (res 
 	res.Source = SourceHit
 	if mp == nil {
 		var built bool
-		if mp, h, built, err = build(p, f, path, key, tensors, want); err != nil {
+		if mp, h, built, err = build(p, f, path, key, tensors, sizes, want); err != nil {
 			return res, nil, err
 		}
 		if built {
@@ -309,12 +317,12 @@ func reserveFree(st *unix.Statfs_t) int64 {
 //
 // built is false when it found the file built (by another process) once
 // it had the lock; the tensors in want are then checked as on a hit.
-func build(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors []int, want map[int]quant.Matrix) (mp *mapping, h *header, built bool, err error) {
-	mp, h, err = buildLocked(p, f, path, key, tensors, want, &built)
+func build(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors []int, sizes map[int]int64, want map[int]quant.Matrix) (mp *mapping, h *header, built bool, err error) {
+	mp, h, err = buildLocked(p, f, path, key, tensors, sizes, want, &built)
 	return mp, h, built, err
 }
 
-func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors []int, want map[int]quant.Matrix, built *bool) (*mapping, *header, error) {
+func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors []int, sizes map[int]int64, want map[int]quant.Matrix, built *bool) (*mapping, *header, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
@@ -347,8 +355,8 @@ func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors [
 	for _, i := range tensors {
 		ti := &f.Tensors[i]
 		off = (off + dataAlign - 1) / dataAlign * dataAlign
-		h.entries = append(h.entries, entry{tensor: i, typ: ti.Type, rows: int(ti.Dims[1]), cols: int(ti.Dims[0]), off: off, size: int64(ti.Size)})
-		off += int64(ti.Size)
+		h.entries = append(h.entries, entry{tensor: i, typ: ti.Type, rows: int(ti.Dims[1]), cols: int(ti.Dims[0]), off: off, size: sizes[i]})
+		off += sizes[i]
 	}
 	h.total = off
 	var st unix.Statfs_t

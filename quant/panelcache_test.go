@@ -23,8 +23,9 @@ import (
 // need (panelexport_test.go): they check the bytes of mapped panels against
 // packPanels and MatMul on them against the file's layout, bit for bit.
 
-// cacheTensors are the tensors of the test models: two with panels, one
-// whose rows are not a whole number of panels, and a vector.
+// cacheTensors are the tensors of the test models: three with panels (a
+// Q4_K one, whose panels are larger than the tensor), one whose rows are
+// not a whole number of panels, and a vector.
 var cacheTensors = []struct {
 	name       string
 	typ        quant.Type
@@ -32,6 +33,7 @@ var cacheTensors = []struct {
 }{
 	{"a.weight", quant.Q4_0, 64, 256},
 	{"b.weight", quant.Q8_0, 48, 64},
+	{"k.weight", quant.Q4_K, 24, 512},
 	{"c.weight", quant.Q4_0, 24, 64},
 	{"n.weight", quant.F32, 1, 64},
 }
@@ -91,7 +93,7 @@ func load(t *testing.T, path string, data [][]byte) *loaded {
 		t.Fatal(err)
 	}
 	l := &loaded{f: f}
-	for k, ct := range cacheTensors[:3] {
+	for k, ct := range cacheTensors[:4] {
 		ti, _ := f.Tensor(ct.name)
 		m, err := quant.NewMatrix(ct.typ, ct.rows, ct.cols, f.TensorData(ti))
 		if err != nil {
@@ -195,13 +197,25 @@ func TestPanelCacheRoundTrip(t *testing.T) {
 	fx := newFixture(t)
 	l, r := fx.install(t, fx.opts())
 	wantSource(t, r, panelcache.SourceBuilt, false)
-	panelBytes := int64(l.mats[0].PanelBytes() + l.mats[1].PanelBytes())
+	panelBytes := int64(l.mats[0].PanelBytes() + l.mats[1].PanelBytes() + l.mats[2].PanelBytes())
+	if l.mats[2].PanelBytes() <= len(l.mats[2].Data) {
+		t.Fatalf("the Q4_K tensor has %d bytes of panels, want more than its %d", l.mats[2].PanelBytes(), len(l.mats[2].Data))
+	}
 	if r.Bytes != panelBytes {
 		t.Fatalf("%d bytes of panels, want %d", r.Bytes, panelBytes)
 	}
 	st, err := os.Stat(r.Path)
 	if err != nil || st.Size() != r.FileBytes || r.FileBytes < panelBytes {
 		t.Fatalf("cache file %s: %v, size %v; Result says %d bytes for %d of panels", r.Path, err, st, r.FileBytes, panelBytes)
+	}
+	file, err := os.ReadFile(r.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, m := range l.mats {
+		if m.PanelBytes() > 0 && !bytes.Contains(file, quant.PackedForTest(l.plain[k])) {
+			t.Errorf("%s: its panels are not in the cache file", cacheTensors[k].name)
+		}
 	}
 	l.close()
 	if mapped(t, r.Path) {
@@ -218,7 +232,7 @@ func TestPanelCacheRoundTrip(t *testing.T) {
 	if !mapped(t, r.Path) {
 		t.Fatal("mapping gone while a matrix still computes on it")
 	}
-	if quant.PanelsForTest(l.mats[0]) != nil || quant.PanelsForTest(l.mats[1]) == nil {
+	if quant.PanelsForTest(l.mats[0]) != nil || quant.PanelsForTest(l.mats[1]) == nil || quant.PanelsForTest(l.mats[2]) == nil {
 		t.Fatal("dropping a's panels dropped the wrong ones")
 	}
 	m := l.mats[0] // repacked again, in memory, at its next product

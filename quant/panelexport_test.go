@@ -8,11 +8,12 @@ import (
 // Hooks for the panel cache's tests (panelcache_test.go, package
 // quant_test), which must compute on panels whatever this CPU has.
 
-// UseTestPanelKernel installs, until tb ends, a pure-Go panel kernel (the
-// panels are turned back into rows with panelBlock and given to gemmGo),
-// and gemmGo as the gemm kernel where the set has none, so that matrices
-// are repacked and MatMul computes on their panels on any CPU. Its outputs
-// are gemmGo's, like those of every panel kernel.
+// UseTestPanelKernel installs, until tb ends, pure-Go panel kernels (the
+// panels are turned back into rows with panelBlock or q4kPanelBlock and
+// given to gemmGo or gemmKGo), and gemmGo as the gemm kernel where the set
+// has none, so that matrices are repacked and MatMul computes on their
+// panels on any CPU. Its outputs are the Go twins', like those of every
+// panel kernel.
 func UseTestPanelKernel(tb testing.TB) {
 	saved := k
 	set := *k
@@ -20,6 +21,7 @@ func UseTestPanelKernel(tb testing.TB) {
 		set.gemm = gemmGo
 	}
 	set.gemmPanel = gemmPanelTest
+	set.gemmKPanel = gemmKPanelTest
 	k = &set
 	tb.Cleanup(func() { k = saved })
 }
@@ -37,9 +39,23 @@ func gemmPanelTest(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y 
 	}
 }
 
+// gemmKPanelTest is a Q4_K panel kernel: the panels of rows [lo, hi) back
+// in the file's layout, then gemmKGo.
+func gemmKPanelTest(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	rb := nb * q4_KBytes
+	rows := make([]byte, hi*rb)
+	for r := lo; r < hi; r++ {
+		for b := range nb {
+			q4kPanelBlock(panels, nb, r, b, rows[r*rb+b*q4_KBytes:])
+		}
+	}
+	gemmKGo(Q4_K, rows, rb, lo, hi, a, arb, n, y, ys)
+}
+
 // PackedForTest is m's panels as packPanels builds them in memory.
 func PackedForTest(m Matrix) []byte {
-	out := alignedBytes(len(m.Data))
+	rows, pb := m.panelShape()
+	out := alignedBytes(m.Rows / rows * pb)
 	packPanels(nil, m, out)
 	return out
 }
