@@ -25,7 +25,7 @@
 //
 // The super-block's integer sums are the Go twin's (exact int32), and the
 // float part is the AVX2 tile kernels', lane by lane on 16 lanes: the mins
-// against the activation's bsum pairs with VPMADDWD, then
+// against the activation's bsum pairs with VPMADDWD and VPDPWSSD, then
 //
 //	d = f16(x.d)*dy; dmin = f16(x.dmin)*dy; sum += d*float32(sumi); sum -= dmin*float32(sumMins)
 //
@@ -236,16 +236,12 @@ func kernel(p func(string, ...any), c int) {
 	p("\tVCVTPH2PS Y5, Z5")
 	p("\tMOVQ R11, AX")
 	for i := 0; i < c; i++ {
-		for k := 0; k < 4; k++ {
-			t := "Z6"
-			if k > 0 {
-				t = "Z7"
-			}
-			p("\tVPBROADCASTD %d(BX), %s", 16*i+4*k, t)
-			p("\tVPMADDWD Z%d, %s, %s", k, t, t)
-			if k > 0 {
-				p("\tVPADDD Z7, Z6, Z6")
-			}
+		// sumMins: the first pair with VPMADDWD, the others added in
+		// with VPDPWSSD against the bsum pairs broadcast from memory.
+		p("\tVPBROADCASTD %d(BX), Z6", 16*i)
+		p("\tVPMADDWD Z0, Z6, Z6")
+		for k := 1; k < 4; k++ {
+			p("\tVPDPWSSD.BCST %d(BX), Z%d, Z6", 16*i+4*k, k)
 		}
 		p("\tVBROADCASTSS %s, Z7", ac(i, 0))
 		p("\tVMULPS Z7, Z4, Z8") // d = f16(x.d)*dy
