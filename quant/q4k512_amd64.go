@@ -8,7 +8,7 @@ package quant
 var q4kTile2Width = 8
 
 // gemmQ4KPanelsVNNI is gemmQ4KPanelsAVX2 with the AVX-512 VNNI tile
-// kernels (gemmk512_amd64.s, quant/_gen/kquant512) for batches: rows
+// kernels (q4k512_amd64.s, quant/_gen/q4k512) for batches: rows
 // [lo, hi) (multiples of q4kPanelRows) of a Q4_K matrix repacked into
 // panels of nb super-blocks a row. Decode (n = 1) stays on the AVX2 panel
 // kernel. Every output is dotQ4_KQ8_KGo's bits, as on the AVX2 path.
