@@ -150,3 +150,120 @@ func TestGemmKKernelsCPUTime(t *testing.T) {
 		fmt.Printf("Q4_K %-7s %5.2f ns per pair-block (pack: per row-block)\n", name, best[name])
 	}
 }
+
+// TestGemmKPanelCPUTime reports (it asserts nothing about speed)
+// single-thread MatMul throughput on Q4_K matrices repacked into row
+// panels, by the thread's CPU time: the avx2 set's gemmKPanel
+// (gemmQ4KPanelsAVX2) against the avx512 set's (gemmQ4KPanelsVNNI),
+// alternating, best of rounds. Opt in with SHADE_KQUANT_CPU=1; it skips
+// without AVX-512 VNNI.
+func TestGemmKPanelCPUTime(t *testing.T) {
+	if testing.Short() || os.Getenv("SHADE_KQUANT_CPU") == "" {
+		t.Skip("opt in with SHADE_KQUANT_CPU=1")
+	}
+	if !haveAVX2FMA || !haveVNNI {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	saved := k.gemmKPanel
+	defer func() { k.gemmKPanel = saved }()
+	k.gemmKPanel = gemmQ4KPanelsAVX2
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, shape := range [][2]int{{2048, 2048}, {8192, 2048}, {2048, 8192}} {
+		rows, cols := shape[0], shape[1]
+		plain, err := NewMatrix(Q4_K, rows, cols, kWeights(t, rng, Q4_K, rows, cols/qkK, "quantized"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := Repackable(plain, nil)
+		if !m.Repack(nil) {
+			t.Fatal("not repacked")
+		}
+		for _, n := range []int{1, 8, 16, 32} {
+			x := testData(rng, n*cols)
+			y := make([]float32, n*rows)
+			var buf Scratch
+			best := map[string]time.Duration{}
+			modes := map[string]func(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int){
+				"avx2": gemmQ4KPanelsAVX2, "vnni": gemmQ4KPanelsVNNI,
+			}
+			for round := 0; round < 3; round++ {
+				for _, mode := range []string{"avx2", "vnni"} {
+					k.gemmKPanel = modes[mode]
+					MatMul(nil, m, x, n, y, &buf)
+					t0, reps := threadCPU(), 0
+					for ; threadCPU()-t0 < 100*time.Millisecond; reps++ {
+						MatMul(nil, m, x, n, y, &buf)
+					}
+					d := (threadCPU() - t0) / time.Duration(reps)
+					if b, ok := best[mode]; !ok || d < b {
+						best[mode] = d
+					}
+				}
+			}
+			k.gemmKPanel = gemmQ4KPanelsAVX2
+			gmac := func(d time.Duration) float64 { return float64(rows*cols*n) / d.Seconds() / 1e9 }
+			fmt.Printf("Q4_K panels %dx%d n=%-2d  avx2 %6.2f GMAC/s  vnni %6.2f GMAC/s  (%.2fx)\n", rows, cols, n,
+				gmac(best["avx2"]), gmac(best["vnni"]), float64(best["avx2"])/float64(best["vnni"]))
+		}
+	}
+}
+
+// TestGemmKTile2CPUTime reports (it asserts nothing) the CPU time of the
+// Q4_K tile kernels alone on two panels' chunk in L1, per pair-block (one
+// row by one activation row by one super-block, 256 multiply-adds): the
+// AVX2 gemmQ4KTileC<c> (on each panel in turn) against the VNNI
+// gemmQ4KTile2V<c>, rounds alternating. Opt in with SHADE_KQUANT_CPU=1.
+func TestGemmKTile2CPUTime(t *testing.T) {
+	if testing.Short() || os.Getenv("SHADE_KQUANT_CPU") == "" {
+		t.Skip("opt in with SHADE_KQUANT_CPU=1")
+	}
+	if !haveAVX2FMA || !haveVNNI {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(63, 64))
+	const tb = kTileChunk
+	w := kWeights(t, rng, Q4_K, 16, tb, "quantized")
+	a := kActRows(rng, q4kTile2Cols, tb, "quantized")
+	pan := make([]byte, 2*tb*q4kTileBytes)
+	rb, arb := tb*q4_KBytes, tb*q8_KBytes
+	packQ4KPanel(w, rb, tb, pan)
+	packQ4KPanel(w[8*rb:], rb, tb, pan[tb*q4kTileBytes:])
+	bp := make([]int16, tb*q4kTile2Cols*8)
+	y := make([]float32, 16*q4kTile2Cols)
+	best := map[string]float64{}
+	var names []string
+	for c := 1; c <= q4kTileCols; c++ {
+		names = append(names, fmt.Sprintf("TileC%d", c))
+	}
+	for c := 1; c <= q4kTile2Cols; c++ {
+		names = append(names, fmt.Sprintf("Tile2V%d", c))
+	}
+	for round := 0; round < 5; round++ {
+		for _, name := range names {
+			var f func()
+			var c int
+			if _, err := fmt.Sscanf(name, "TileC%d", &c); err == nil {
+				kern := q4kTileKernels[c-1]
+				f = func() {
+					kern(&pan[0], tb, &a[0], arb, &bp[0], 8*16, &y[0], 64)
+					kern(&pan[tb*q4kTileBytes], tb, &a[0], arb, &bp[0], 8*16, &y[8], 64)
+				}
+			} else {
+				fmt.Sscanf(name, "Tile2V%d", &c)
+				kern := q4kTile2Kernels[c-1]
+				f = func() { kern(&pan[0], tb*q4kTileBytes, tb, &a[0], arb, &bp[0], 8*16, &y[0], 64) }
+			}
+			d := cpuPerCall(f) / float64(tb*16*c)
+			if b, ok := best[name]; !ok || d < b {
+				best[name] = d
+			}
+		}
+	}
+	for _, name := range names {
+		fmt.Printf("Q4_K %-8s %5.2f ns per pair-block\n", name, best[name])
+	}
+}
