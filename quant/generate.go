@@ -9,5 +9,6 @@ package quant
 //go:generate go run -C .. ./quant/_gen/gemm
 //go:generate go run -C .. ./quant/_gen/gemmavx2
 //go:generate go run -C .. ./quant/_gen/kquant
+//go:generate go run -C .. ./quant/_gen/kquant512
 //go:generate go run -C .. ./quant/_gen/arm64
 //go:generate go run ./_gen/arm64k

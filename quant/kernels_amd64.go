@@ -31,12 +31,15 @@ var avx2Kernels = func() kernelSet {
 	return s
 }()
 
-// avx512Kernels is avx2Kernels with the AVX-512 VNNI gemm kernels
-// (gemm_amd64.go).
+// avx512Kernels is avx2Kernels with the AVX-512 VNNI gemm kernels for Q4_0
+// and Q8_0 (gemm_amd64.go) and for Q6_K (gemmk512_amd64.go: gemmKAVX512
+// runs Q6_K products on them, decode and batches, and hands Q4_K to
+// gemmKAVX2).
 var avx512Kernels = func() kernelSet {
 	s := avx2Kernels
 	s.name = "avx512"
 	s.gemm = gemmVNNI
+	s.gemmK = gemmKAVX512
 	s.gemmPanel = gemmPanelVNNI
 	return s
 }()
