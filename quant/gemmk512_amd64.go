@@ -9,13 +9,15 @@ import "sync"
 //
 // q6kZDecRows is the number of row streams decode reads at once (the rows of
 // the decode kernel it runs), q6kZDecPF how far ahead of each stream the
-// kernel prefetches, in bytes, and q6kZTileRows the weight rows a batch
-// sweeps against its activation rows before the next rows: variables so that
+// kernel prefetches, in bytes, q6kZTileRows the weight rows a batch
+// sweeps against its activation rows before the next rows, q6kZChunk the
+// super-blocks of those rows it takes at a time: variables so that
 // the tests and measurements can try others.
 var (
 	q6kZDecRows  = 4
 	q6kZDecPF    = 1024
 	q6kZTileRows = 16
+	q6kZChunk    = 4
 )
 
 // q6kDyBufs holds gemmQ6KZBatch's tables of activation scales.
@@ -61,32 +63,53 @@ func gemmQ6KZDecode(w []byte, rb, lo, hi int, a []byte, nb int, y []float32, s i
 }
 
 // gemmQ6KZBatch computes rows [lo, hi) against n ≥ 2 activation rows:
-// q6kZTileRows weight rows at a time against every activation row, at most
-// q6kZCols a kernel call, in balanced widths.
+// q6kZTileRows weight rows at a time, q6kZChunk super-blocks at a time,
+// against every activation row, at most q6kZCols a kernel call, in balanced
+// widths. The kernels add each super-block's term to float32 sums kept per
+// (row, call) in the twin's order, so the chunks change no bit; the sums go
+// to y when a tile is done.
 func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
+	calls := (n + q6kZCols - 1) / q6kZCols
+	tr := q6kZTileRows
 	// The activations' scales by super-block (dy[b*n+i]), with room for
-	// the kernels' 16-float loads past the last.
+	// the kernels' 16-float loads past the last, then the tile's sums.
 	pb := q6kDyBufs.Get().(*[]float32)
 	defer q6kDyBufs.Put(pb)
-	if cap(*pb) < nb*n+q6kZCols {
-		*pb = make([]float32, nb*n+q6kZCols)
+	need := nb*n + q6kZCols + tr*calls*q6kZCols
+	if cap(*pb) < need {
+		*pb = make([]float32, need)
 	}
 	dy := (*pb)[:nb*n+q6kZCols]
+	sums := (*pb)[nb*n+q6kZCols : need]
 	for i := 0; i < n; i++ {
 		for b := 0; b < nb; b++ {
 			dy[b*n+i] = f32At(a[i*arb+b*q8_KBytes:])
 		}
 	}
-	calls := (n + q6kZCols - 1) / q6kZCols
-	for r0 := lo; r0 < hi; r0 += q6kZTileRows {
-		r1 := min(r0+q6kZTileRows, hi)
-		for c0, j := 0, 0; c0 < n; j++ {
-			cc := n/calls + b2i(j < n%calls)
-			f := q6kZBatch[cc-1]
-			for r := r0; r < r1; r++ {
-				f(&w[r*rb], &a[c0*arb], arb, nb, &dy[c0], 4*n, &y[c0*ys+r], ys)
+	for r0 := lo; r0 < hi; r0 += tr {
+		r1 := min(r0+tr, hi)
+		clear(sums)
+		for b0 := 0; b0 < nb; b0 += q6kZChunk {
+			cnt := min(q6kZChunk, nb-b0)
+			for c0, j := 0, 0; c0 < n; j++ {
+				cc := n/calls + b2i(j < n%calls)
+				f := q6kZBatch[cc-1]
+				for r := r0; r < r1; r++ {
+					f(&w[r*rb+b0*q6_KBytes], &a[c0*arb+b0*q8_KBytes], arb, cnt, &dy[b0*n+c0], 4*n,
+						&sums[((r-r0)*calls+j)*q6kZCols])
+				}
+				c0 += cc
 			}
-			c0 += cc
+		}
+		for r := r0; r < r1; r++ {
+			for c0, j := 0, 0; c0 < n; j++ {
+				cc := n/calls + b2i(j < n%calls)
+				s := sums[((r-r0)*calls+j)*q6kZCols:]
+				for i := 0; i < cc; i++ {
+					y[(c0+i)*ys+r] = s[i]
+				}
+				c0 += cc
+			}
 		}
 	}
 }

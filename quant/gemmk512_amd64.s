@@ -915,8 +915,8 @@ loop_gemmQ6KZDecR8:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC1(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC1(SB), NOSPLIT, $64-64
+// func gemmQ6KZC1(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC1(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -937,6 +937,8 @@ TEXT ·gemmQ6KZC1(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC1:
 	VPMOVSXBW 192(SI), Y27
@@ -997,13 +999,12 @@ loop_gemmQ6KZC1:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC1
-	MOVQ y+48(FP), AX
-	VMOVSS X0, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC2(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC2(SB), NOSPLIT, $64-64
+// func gemmQ6KZC2(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1024,6 +1025,8 @@ TEXT ·gemmQ6KZC2(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC2:
 	VPMOVSXBW 192(SI), Y27
@@ -1093,20 +1096,12 @@ loop_gemmQ6KZC2:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC2
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC3(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC3(SB), NOSPLIT, $64-64
+// func gemmQ6KZC3(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC3(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1127,6 +1122,8 @@ TEXT ·gemmQ6KZC3(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC3:
 	VPMOVSXBW 192(SI), Y27
@@ -1208,23 +1205,12 @@ loop_gemmQ6KZC3:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC3
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC4(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC4(SB), NOSPLIT, $64-64
+// func gemmQ6KZC4(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC4(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1245,6 +1231,8 @@ TEXT ·gemmQ6KZC4(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC4:
 	VPMOVSXBW 192(SI), Y27
@@ -1335,26 +1323,12 @@ loop_gemmQ6KZC4:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC4
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC5(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC5(SB), NOSPLIT, $64-64
+// func gemmQ6KZC5(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC5(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1375,6 +1349,8 @@ TEXT ·gemmQ6KZC5(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC5:
 	VPMOVSXBW 192(SI), Y27
@@ -1482,29 +1458,12 @@ loop_gemmQ6KZC5:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC5
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC6(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC6(SB), NOSPLIT, $64-64
+// func gemmQ6KZC6(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC6(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1525,6 +1484,8 @@ TEXT ·gemmQ6KZC6(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC6:
 	VPMOVSXBW 192(SI), Y27
@@ -1641,32 +1602,12 @@ loop_gemmQ6KZC6:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC6
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC7(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC7(SB), NOSPLIT, $64-64
+// func gemmQ6KZC7(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC7(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1687,6 +1628,8 @@ TEXT ·gemmQ6KZC7(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC7:
 	VPMOVSXBW 192(SI), Y27
@@ -1815,35 +1758,12 @@ loop_gemmQ6KZC7:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC7
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC8(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC8(SB), NOSPLIT, $64-64
+// func gemmQ6KZC8(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC8(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -1864,6 +1784,8 @@ TEXT ·gemmQ6KZC8(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC8:
 	VPMOVSXBW 192(SI), Y27
@@ -2001,38 +1923,12 @@ loop_gemmQ6KZC8:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC8
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC9(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC9(SB), NOSPLIT, $64-64
+// func gemmQ6KZC9(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC9(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -2053,6 +1949,8 @@ TEXT ·gemmQ6KZC9(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC9:
 	VPMOVSXBW 192(SI), Y27
@@ -2208,41 +2106,12 @@ loop_gemmQ6KZC9:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC9
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC10(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC10(SB), NOSPLIT, $64-64
+// func gemmQ6KZC10(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC10(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -2263,6 +2132,8 @@ TEXT ·gemmQ6KZC10(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC10:
 	VPMOVSXBW 192(SI), Y27
@@ -2427,44 +2298,12 @@ loop_gemmQ6KZC10:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC10
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC11(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC11(SB), NOSPLIT, $64-64
+// func gemmQ6KZC11(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC11(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -2485,6 +2324,8 @@ TEXT ·gemmQ6KZC11(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC11:
 	VPMOVSXBW 192(SI), Y27
@@ -2661,47 +2502,12 @@ loop_gemmQ6KZC11:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC11
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 40(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC12(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC12(SB), NOSPLIT, $64-64
+// func gemmQ6KZC12(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC12(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -2722,6 +2528,8 @@ TEXT ·gemmQ6KZC12(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC12:
 	VPMOVSXBW 192(SI), Y27
@@ -2907,50 +2715,12 @@ loop_gemmQ6KZC12:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC12
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 40(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 44(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC13(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC13(SB), NOSPLIT, $64-64
+// func gemmQ6KZC13(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC13(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -2971,6 +2741,8 @@ TEXT ·gemmQ6KZC13(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC13:
 	VPMOVSXBW 192(SI), Y27
@@ -3171,53 +2943,12 @@ loop_gemmQ6KZC13:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC13
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 40(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 44(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 48(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC14(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC14(SB), NOSPLIT, $64-64
+// func gemmQ6KZC14(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC14(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -3238,6 +2969,8 @@ TEXT ·gemmQ6KZC14(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC14:
 	VPMOVSXBW 192(SI), Y27
@@ -3447,56 +3180,12 @@ loop_gemmQ6KZC14:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC14
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 40(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 44(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 48(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 52(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC15(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC15(SB), NOSPLIT, $64-64
+// func gemmQ6KZC15(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC15(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -3517,6 +3206,8 @@ TEXT ·gemmQ6KZC15(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC15:
 	VPMOVSXBW 192(SI), Y27
@@ -3738,59 +3429,12 @@ loop_gemmQ6KZC15:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC15
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 40(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 44(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 48(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 52(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 56(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZC16(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)
-TEXT ·gemmQ6KZC16(SB), NOSPLIT, $64-64
+// func gemmQ6KZC16(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
+TEXT ·gemmQ6KZC16(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -3811,6 +3455,8 @@ TEXT ·gemmQ6KZC16(SB), NOSPLIT, $64-64
 	VMOVDQU64 gz6idx<>+192(SB), Z23
 	VPXORD Z0, Z0, Z0
 	LEAQ (R13)(R8*4), AX
+	MOVQ s+48(FP), R11
+	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZC16:
 	VPMOVSXBW 192(SI), Y27
@@ -4041,56 +3687,6 @@ loop_gemmQ6KZC16:
 	ADDQ $292, AX
 	DECQ CX
 	JNZ loop_gemmQ6KZC16
-	MOVQ y+48(FP), AX
-	MOVQ ys+56(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, 0(SP)
-	MOVL 0(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 4(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 8(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 12(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 16(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 20(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 24(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 28(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 32(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 36(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 40(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 44(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 48(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 52(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 56(SP), DX
-	MOVL DX, (AX)
-	ADDQ BX, AX
-	MOVL 60(SP), DX
-	MOVL DX, (AX)
+	VMOVUPS Z0, (R11)
 	VZEROUPPER
 	RET

@@ -89,7 +89,7 @@ func main() {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZDecR%d(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)\n", r)
 	}
 	for c := 1; c <= maxC; c++ {
-		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZC%d(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)\n", c)
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZC%d(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)\n", c)
 	}
 	d.WriteString("\n// q6kZDec lists the decode kernels by their weight rows.\n")
 	d.WriteString("var q6kZDec = [...]struct {\n\tr int\n\tf func(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)\n}{\n")
@@ -99,7 +99,7 @@ func main() {
 	d.WriteString("}\n")
 	fmt.Fprintf(&d, "\n// q6kZCols is the most activation rows a batch kernel takes.\nconst q6kZCols = %d\n", maxC)
 	d.WriteString("\n// q6kZBatch[c-1] is gemmQ6KZC<c>.\n")
-	d.WriteString("var q6kZBatch = [...]func(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int){\n")
+	d.WriteString("var q6kZBatch = [...]func(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32){\n")
 	for c := 1; c <= maxC; c++ {
 		fmt.Fprintf(&d, "\tgemmQ6KZC%d,\n", c)
 	}
@@ -364,16 +364,17 @@ func ac(i, off int) string {
 	return fmt.Sprintf("%d(%s)%s", off, base, []string{"", "(R8*1)", "(R8*2)", "(R9*1)"}[i%4])
 }
 
-// batchKernel writes gemmQ6KZC<c>(w, a, arb, nb, dy, dys, y, ys): one
-// weight row against c activation rows arb bytes apart, output i at
-// y[i*ys]. dy holds the activation rows' scales by super-block: dy[i] for
-// the first, then dys bytes on for each next super-block (at least 16
-// floats readable at each).
+// batchKernel writes gemmQ6KZC<c>(w, a, arb, nb, dy, dys, s): one weight
+// row against c activation rows arb bytes apart, adding to the 16 float32
+// sums at s (lane i: activation row i) super-block by super-block in the
+// twin's order, so that a row's super-blocks can be taken in chunks. dy
+// holds the activation rows' scales by super-block: dy[i] for the first,
+// then dys bytes on for each next super-block (16 floats readable at each).
 func batchKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ6KZC%d", c)
 	p("")
-	p("// func %s(w *byte, a *byte, arb int, nb int, dy *float32, dys int, y *float32, ys int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $64-64", name)
+	p("// func %s(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ a+8(FP), DI")
 	p("\tMOVQ arb+16(FP), R8")
@@ -385,6 +386,8 @@ func batchKernel(p func(string, ...any), c int) {
 	p("\tLEAQ (R10)(R8*4), R13")
 	prologueConsts(p)
 	p("\tLEAQ (R13)(R8*4), AX") // after prologueConsts, which uses AX
+	p("\tMOVQ s+48(FP), R11")
+	p("\tVMOVUPS (R11), Z0")
 	p("")
 	p("loop_%s:", name)
 	rowProducts(p, func(off int) string { return fmt.Sprintf("%d(SI)", off) }, c,
@@ -405,21 +408,7 @@ func batchKernel(p func(string, ...any), c int) {
 	}
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
-	p("\tMOVQ y+48(FP), AX")
-	if c == 1 {
-		p("\tVMOVSS X0, (AX)")
-	} else {
-		p("\tMOVQ ys+56(FP), BX")
-		p("\tSHLQ $2, BX")
-		p("\tVMOVUPS Z0, 0(SP)")
-		for i := 0; i < c; i++ {
-			p("\tMOVL %d(SP), DX", 4*i)
-			p("\tMOVL DX, (AX)")
-			if i < c-1 {
-				p("\tADDQ BX, AX")
-			}
-		}
-	}
+	p("\tVMOVUPS Z0, (R11)")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
