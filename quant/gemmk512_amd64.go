@@ -15,7 +15,7 @@ import "sync"
 // the tests and measurements can try others.
 var (
 	q6kZDecRows  = 4
-	q6kZDecPF    = 1024
+	q6kZDecPF    = 2048
 	q6kZTileRows = 16
 	q6kZChunk    = 4
 )
