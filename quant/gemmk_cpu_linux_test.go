@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -186,7 +187,12 @@ func TestGemmKQ6KZKernelsCPUTime(t *testing.T) {
 		names = append(names, fmt.Sprintf("zmm DecR%d", d.r))
 	}
 	for _, c := range []int{1, 4, 8, 12, 16} {
-		names = append(names, fmt.Sprintf("zmm C%d", c))
+		names = append(names, fmt.Sprintf("zmm C%d", c), fmt.Sprintf("zmm TC%d", c))
+	}
+	names = append(names, "zmm acts")
+	at := make([]byte, nb*q6kZCols*q6kZActBytes)
+	for i := 0; i < q6kZCols; i++ {
+		q6kZActs(&a[i*arb], nb, &at[i*q6kZActBytes], q6kZCols*q6kZActBytes)
 	}
 	for round := 0; round < 5; round++ {
 		for _, name := range names {
@@ -207,6 +213,12 @@ func TestGemmKQ6KZKernelsCPUTime(t *testing.T) {
 					}
 				}
 				f, pairs = func() { kern(&w[0], rb, &a[0], nb, &y[0], 1, 0) }, nb*r
+			case name == "zmm acts":
+				f, pairs = func() { q6kZActs(&a[0], nb, &at[0], q6kZActBytes) }, nb
+			case strings.HasPrefix(name, "zmm TC"):
+				fmt.Sscanf(name, "zmm TC%d", &c)
+				kern := q6kZTBatch[c-1]
+				f, pairs = func() { kern(&w[0], &at[0], q6kZCols*q6kZActBytes, nb, &dy[0], 4*q6kZCols, &sums[0]) }, nb*c
 			default:
 				fmt.Sscanf(name, "zmm C%d", &c)
 				kern := q6kZBatch[c-1]
@@ -219,6 +231,6 @@ func TestGemmKQ6KZKernelsCPUTime(t *testing.T) {
 		}
 	}
 	for _, name := range names {
-		fmt.Printf("Q6_K %-10s %5.2f ns per pair-block\n", name, best[name])
+		fmt.Printf("Q6_K %-10s %5.2f ns per pair-block (acts: per activation block)\n", name, best[name])
 	}
 }

@@ -80,6 +80,10 @@ func main() {
 	for c := 1; c <= maxC; c++ {
 		batchKernel(p, c)
 	}
+	actsKernel(p)
+	for c := 1; c <= maxC; c++ {
+		tKernel(p, c)
+	}
 	write("quant/gemmk512_amd64.s", b.String())
 
 	var d strings.Builder
@@ -102,6 +106,17 @@ func main() {
 	d.WriteString("var q6kZBatch = [...]func(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32){\n")
 	for c := 1; c <= maxC; c++ {
 		fmt.Fprintf(&d, "\tgemmQ6KZC%d,\n", c)
+	}
+	d.WriteString("}\n")
+	d.WriteString("\n//go:noescape\nfunc q6kZActs(a *byte, nb int, dst *byte, dsts int)\n")
+	for c := 1; c <= maxC; c++ {
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZTC%d(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)\n", c)
+	}
+	fmt.Fprintf(&d, "\n// q6kZActBytes is the size of one activation super-block as q6kZActs\n// writes it.\nconst q6kZActBytes = %d\n", actBytes)
+	d.WriteString("\n// q6kZTBatch[c-1] is gemmQ6KZTC<c>.\n")
+	d.WriteString("var q6kZTBatch = [...]func(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32){\n")
+	for c := 1; c <= maxC; c++ {
+		fmt.Fprintf(&d, "\tgemmQ6KZTC%d,\n", c)
 	}
 	d.WriteString("}\n")
 	write("quant/gemmk512_decl_amd64.go", d.String())
@@ -139,6 +154,18 @@ func tables(p func(string, ...any)) {
 		p("DATA gz6cnt<>+0x%02x(SB)/8, $0x%016x", 8*q, v)
 	}
 	p("GLOBL gz6cnt<>(SB), RODATA|NOPTR, $64")
+	p("")
+	p("// gz6perm<>: VPERMD picks putting group 4(m%4)+m/4 in dword m, the order")
+	p("// of the groups after transpose4.")
+	for q := 0; q < 8; q++ {
+		var v uint64
+		for k := 0; k < 2; k++ {
+			m := 2*q + k
+			v |= uint64(4*(m%4)+m/4) << (32 * k)
+		}
+		p("DATA gz6perm<>+0x%02x(SB)/8, $0x%016x", 8*q, v)
+	}
+	p("GLOBL gz6perm<>(SB), RODATA|NOPTR, $64")
 }
 
 // prologueConsts loads the constants every kernel uses.
@@ -406,6 +433,140 @@ func batchKernel(p func(string, ...any), c int) {
 	for _, reg := range []string{"DI", "R10", "R13", "AX"} {
 		p("\tADDQ $292, %s", reg)
 	}
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVMOVUPS Z0, (R11)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// The transposed batch kernels. Above, a chunk's 16 dwords hold four
+// groups of 16 values (one scale each), so each chunk needs its own
+// multiply by the scales: VPMADDUBSW and VPDPWSSD, two multiplies per 64
+// values and pair. Here the four chunks of a row are transposed (4x4
+// dwords in each 128-bit lane across the four registers, transpose4), so
+// that dword m of every register holds values of one group, 4(m%4)+m/4,
+// and VPDPBUSD adds all 256 products of a pair into one register whose
+// dword m is that group's exact sum Σ q·a (at most 16·63·128). The
+// activations are transposed the same way once per call (q6kZActs, shared
+// by all weight rows), with -32·bsum of each group in the same order: a
+// pair's accumulator starts from those, takes the four VPDPBUSD and one
+// VPMULLD by the row's scales (VPMOVSXBD, VPERMD): 5 multiplies per 256
+// values and pair where the kernels above take 9.
+//
+// Activation super-block as q6kZActs writes it (actBytes):
+//
+//	0    the 256 quants, chunks transposed (register k at 64k)
+//	256  -32·bsum of group 4(m%4)+m/4 as int32 dword m
+const actBytes = 320
+
+// transpose4 transposes the 4x4 dwords of each 128-bit lane of Z20..Z23
+// (through Z25..Z28) in place: dword c of lane q of register k becomes
+// dword k of lane q of register c.
+func transpose4(p func(string, ...any)) {
+	n := func(i int) string { return z(20 + i) }
+	t := func(i int) string { return z(25 + i) }
+	p("\tVPUNPCKLDQ %s, %s, %s", n(1), n(0), t(0))
+	p("\tVPUNPCKHDQ %s, %s, %s", n(1), n(0), t(1))
+	p("\tVPUNPCKLDQ %s, %s, %s", n(3), n(2), t(2))
+	p("\tVPUNPCKHDQ %s, %s, %s", n(3), n(2), t(3))
+	p("\tVPUNPCKLQDQ %s, %s, %s", t(2), t(0), n(0))
+	p("\tVPUNPCKHQDQ %s, %s, %s", t(2), t(0), n(1))
+	p("\tVPUNPCKLQDQ %s, %s, %s", t(3), t(1), n(2))
+	p("\tVPUNPCKHQDQ %s, %s, %s", t(3), t(1), n(3))
+}
+
+// actsKernel writes q6kZActs(a, nb, dst, dsts): the nb Q8_K super-blocks at
+// a into actBytes blocks dsts bytes apart at dst.
+func actsKernel(p func(string, ...any)) {
+	p("")
+	p("// func q6kZActs(a *byte, nb int, dst *byte, dsts int)")
+	p("TEXT ·q6kZActs(SB), NOSPLIT, $0-32")
+	p("\tMOVQ a+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ dst+16(FP), DI")
+	p("\tMOVQ dsts+24(FP), DX")
+	p("\tVMOVDQU64 gz6perm<>(SB), Z29")
+	p("\tVPXORD Z30, Z30, Z30")
+	p("")
+	p("loop_q6kZActs:")
+	for c := 0; c < 4; c++ {
+		p("\tVMOVDQU64 %d(SI), %s", 4+64*c, z(20+c))
+	}
+	transpose4(p)
+	for c := 0; c < 4; c++ {
+		p("\tVMOVDQU64 %s, %d(DI)", z(20+c), 64*c)
+	}
+	p("\tVPMOVSXWD 260(SI), Z24")
+	p("\tVPSLLD $5, Z24, Z24")
+	p("\tVPSUBD Z24, Z30, Z24")
+	p("\tVPERMD Z24, Z29, Z24")
+	p("\tVMOVDQU64 Z24, 256(DI)")
+	p("\tADDQ $292, SI")
+	p("\tADDQ DX, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop_q6kZActs")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// tKernel writes gemmQ6KZTC<c>(w, at, ats, nb, dy, dys, s): gemmQ6KZC<c> on
+// activations as q6kZActs writes them: activation i of super-block b at
+// at + b*ats + i*actBytes.
+func tKernel(p func(string, ...any), c int) {
+	name := fmt.Sprintf("gemmQ6KZTC%d", c)
+	p("")
+	p("// func %s(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ w+0(FP), SI")
+	p("\tMOVQ at+8(FP), DI")
+	p("\tMOVQ ats+16(FP), R8")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tMOVQ dy+32(FP), BX")
+	p("\tMOVQ dys+40(FP), DX")
+	p("\tMOVQ s+48(FP), R11")
+	p("\tMOVL $0x0f0f0f0f, AX")
+	p("\tVPBROADCASTD AX, %s", z(zM0f))
+	p("\tMOVL $0x30303030, AX")
+	p("\tVPBROADCASTD AX, %s", z(zM30))
+	p("\tVMOVDQU64 gz6cnt<>(SB), %s", z(zCnt))
+	p("\tVMOVUPS (R11), Z0")
+	p("")
+	p("loop_%s:", name)
+	// The row's four chunks into Z20..Z23, natural order.
+	for h := 0; h < 2; h++ {
+		p("\tVBROADCASTI64X4 %d(SI), Z24", 128+32*h)
+		p("\tVPSRLVW %s, Z24, Z24", z(zCnt))
+		a, b := z(20+2*h), z(21+2*h)
+		p("\tVPSLLW $4, Z24, %s", a)
+		p("\tVPANDD %s, %s, %s", z(zM30), a, a)
+		p("\tVPTERNLOGD $0xf8, %d(SI), %s, %s", 64*h, z(zM0f), a)
+		p("\tVPANDD %s, Z24, Z30", z(zM30))
+		p("\tVPSRLW $4, %d(SI), %s", 64*h, b)
+		p("\tVPTERNLOGD $0xea, Z30, %s, %s", z(zM0f), b)
+	}
+	transpose4(p)
+	p("\tVPMOVSXBD 192(SI), Z29")
+	p("\tVMOVDQU64 gz6perm<>(SB), Z25")
+	p("\tVPERMD Z29, Z25, Z29") // scales in the transposed groups' order
+	for i := 0; i < c; i++ {
+		acc := z(zAcc + i)
+		p("\tVMOVDQU64 %d(DI), %s", actBytes*i+256, acc) // -32·bsums
+		for k := 0; k < 4; k++ {
+			p("\tVPDPBUSD %d(DI), %s, %s", actBytes*i+64*k, z(20+k), acc)
+		}
+		p("\tVPMULLD Z29, %s, %s", acc, acc)
+	}
+	reduce(p, c, z(zTmp1))
+	p("\tVPBROADCASTW 208(SI), Y2")
+	p("\tVCVTPH2PS Y2, Z2")
+	p("\tVMULPS (BX), Z2, Z2") // f16(x.d)*dy
+	p("\tVCVTDQ2PS %s, %s", z(zTmp1), z(zTmp1))
+	p("\tVMULPS %s, Z2, Z2", z(zTmp1)) // ...*float32(sumi)
+	p("\tVADDPS Z2, Z0, Z0")
+	p("\tADDQ $210, SI")
+	p("\tADDQ DX, BX")
+	p("\tADDQ R8, DI")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
 	p("\tVMOVUPS Z0, (R11)")
