@@ -17,7 +17,7 @@ var (
 	q6kZDecRows  = 4
 	q6kZDecPF    = 2048
 	q6kZTileRows = 16
-	q6kZChunk    = 4
+	q6kZChunk    = 2
 )
 
 // q6kZTransposed chooses the transposed batch kernels (gemmQ6KZTC<c>, on
