@@ -20,10 +20,6 @@ var (
 	q6kZChunk    = 2
 )
 
-// q6kZTransposed chooses the transposed batch kernels (gemmQ6KZTC<c>, on
-// activations rearranged by q6kZActs) over gemmQ6KZC<c>.
-var q6kZTransposed = true
-
 // q6kActBufs holds gemmQ6KZBatch's rearranged activations.
 var q6kActBufs = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -93,17 +89,16 @@ func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float
 			dy[b*n+i] = f32At(a[i*arb+b*q8_KBytes:])
 		}
 	}
-	var at []byte
-	if q6kZTransposed {
-		ab := q6kActBufs.Get().(*[]byte)
-		defer q6kActBufs.Put(ab)
-		if cap(*ab) < nb*n*q6kZActBytes {
-			*ab = make([]byte, nb*n*q6kZActBytes)
-		}
-		at = (*ab)[:nb*n*q6kZActBytes]
-		for i := 0; i < n; i++ {
-			q6kZActs(&a[i*arb], nb, &at[i*q6kZActBytes], n*q6kZActBytes)
-		}
+	// The activations rearranged for the kernels, super-block by
+	// super-block: at[(b*n+i)*q6kZActBytes:].
+	ab := q6kActBufs.Get().(*[]byte)
+	defer q6kActBufs.Put(ab)
+	if cap(*ab) < nb*n*q6kZActBytes {
+		*ab = make([]byte, nb*n*q6kZActBytes)
+	}
+	at := (*ab)[:nb*n*q6kZActBytes]
+	for i := 0; i < n; i++ {
+		q6kZActs(&a[i*arb], nb, &at[i*q6kZActBytes], n*q6kZActBytes)
 	}
 	for r0 := lo; r0 < hi; r0 += tr {
 		r1 := min(r0+tr, hi)
@@ -112,18 +107,10 @@ func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float
 			cnt := min(q6kZChunk, nb-b0)
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)
-				if at != nil {
-					f := q6kZTBatch[cc-1]
-					for r := r0; r < r1; r++ {
-						f(&w[r*rb+b0*q6_KBytes], &at[(b0*n+c0)*q6kZActBytes], n*q6kZActBytes, cnt, &dy[b0*n+c0], 4*n,
-							&sums[((r-r0)*calls+j)*q6kZCols])
-					}
-				} else {
-					f := q6kZBatch[cc-1]
-					for r := r0; r < r1; r++ {
-						f(&w[r*rb+b0*q6_KBytes], &a[c0*arb+b0*q8_KBytes], arb, cnt, &dy[b0*n+c0], 4*n,
-							&sums[((r-r0)*calls+j)*q6kZCols])
-					}
+				f := q6kZTBatch[cc-1]
+				for r := r0; r < r1; r++ {
+					f(&w[r*rb+b0*q6_KBytes], &at[(b0*n+c0)*q6kZActBytes], n*q6kZActBytes, cnt, &dy[b0*n+c0], 4*n,
+						&sums[((r-r0)*calls+j)*q6kZCols])
 				}
 				c0 += cc
 			}

@@ -16,54 +16,6 @@ func gemmQ6KZDecR4(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)
 //go:noescape
 func gemmQ6KZDecR8(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)
 
-//go:noescape
-func gemmQ6KZC1(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC2(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC3(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC4(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC5(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC6(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC7(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC8(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC9(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC10(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC11(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC12(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC13(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC14(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC15(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
-//go:noescape
-func gemmQ6KZC16(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)
-
 // q6kZDec lists the decode kernels by their weight rows.
 var q6kZDec = [...]struct {
 	r int
@@ -77,26 +29,6 @@ var q6kZDec = [...]struct {
 
 // q6kZCols is the most activation rows a batch kernel takes.
 const q6kZCols = 16
-
-// q6kZBatch[c-1] is gemmQ6KZC<c>.
-var q6kZBatch = [...]func(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32){
-	gemmQ6KZC1,
-	gemmQ6KZC2,
-	gemmQ6KZC3,
-	gemmQ6KZC4,
-	gemmQ6KZC5,
-	gemmQ6KZC6,
-	gemmQ6KZC7,
-	gemmQ6KZC8,
-	gemmQ6KZC9,
-	gemmQ6KZC10,
-	gemmQ6KZC11,
-	gemmQ6KZC12,
-	gemmQ6KZC13,
-	gemmQ6KZC14,
-	gemmQ6KZC15,
-	gemmQ6KZC16,
-}
 
 //go:noescape
 func q6kZActs(a *byte, nb int, dst *byte, dsts int)

@@ -329,8 +329,8 @@ func BenchmarkQ6KZDecode(b *testing.B) {
 // TestGemmKQ6KZShapes holds every AVX-512 Q6_K kernel alone, including
 // shapes gemmKAVX512 does not currently choose, bit for bit against the Go
 // twin: the decode kernels with rows far apart and outputs strided, the
-// batch kernels (on the Q8_K rows, and transposed on q6kZActs' blocks)
-// adding into sums that start from earlier super-blocks'.
+// batch kernels (on q6kZActs' blocks) adding into sums that start from
+// earlier super-blocks'.
 func TestGemmKQ6KZShapes(t *testing.T) {
 	if !haveVNNI || !haveAVX2FMA {
 		t.Skip("CPU lacks AVX-512 VNNI")
@@ -373,7 +373,7 @@ func TestGemmKQ6KZShapes(t *testing.T) {
 				q6kZActs(&a[i*arb], nb, &at[i*q6kZActBytes], acts*q6kZActBytes)
 			}
 			for c := 1; c <= q6kZCols; c++ {
-				for _, tr := range []bool{false, true} {
+				for trial := 0; trial < 3; trial++ {
 					i0 := rng.IntN(acts - c + 1)
 					r := rng.IntN(rows)
 					h := rng.IntN(nb + 1)
@@ -382,19 +382,15 @@ func TestGemmKQ6KZShapes(t *testing.T) {
 						if cnt == 0 {
 							return
 						}
-						if tr {
-							q6kZTBatch[c-1](&w[r*rb+b0*q6_KBytes], &at[(b0*acts+i0)*q6kZActBytes], acts*q6kZActBytes, cnt,
-								&dy[b0*acts+i0], 4*acts, &sums[0])
-						} else {
-							q6kZBatch[c-1](&w[r*rb+b0*q6_KBytes], &a[i0*arb+b0*q8_KBytes], arb, cnt, &dy[b0*acts+i0], 4*acts, &sums[0])
-						}
+						q6kZTBatch[c-1](&w[r*rb+b0*q6_KBytes], &at[(b0*acts+i0)*q6kZActBytes], acts*q6kZActBytes, cnt,
+							&dy[b0*acts+i0], 4*acts, &sums[0])
 					}
 					run(0, h)
 					run(h, nb-h)
 					for i := 0; i < c; i++ {
 						if got, exp := sums[i], want[(i0+i)*rows+r]; !sameFloat(got, exp) {
-							t.Fatalf("Q6_K C%d (transposed %v) %s nb=%d split %d: row %d activation %d = %v, Go twin %v",
-								c, tr, kind, nb, h, r, i0+i, got, exp)
+							t.Fatalf("Q6_K TC%d %s nb=%d split %d: row %d activation %d = %v, Go twin %v",
+								c, kind, nb, h, r, i0+i, got, exp)
 						}
 					}
 				}
@@ -410,11 +406,8 @@ func TestGemmKQ6KZTiling(t *testing.T) {
 	if !haveVNNI || !haveAVX2FMA {
 		t.Skip("CPU lacks AVX-512 VNNI")
 	}
-	saved, savedT := [...]int{q6kZDecRows, q6kZTileRows, q6kZChunk}, q6kZTransposed
-	defer func() {
-		q6kZDecRows, q6kZTileRows, q6kZChunk = saved[0], saved[1], saved[2]
-		q6kZTransposed = savedT
-	}()
+	saved := [...]int{q6kZDecRows, q6kZTileRows, q6kZChunk}
+	defer func() { q6kZDecRows, q6kZTileRows, q6kZChunk = saved[0], saved[1], saved[2] }()
 	rng := rand.New(rand.NewPCG(65, 66))
 	const rows, maxN = 37, 35
 	for _, nb := range []int{1, 3, 8, 9} {
@@ -427,7 +420,6 @@ func TestGemmKQ6KZTiling(t *testing.T) {
 			for _, tr := range []int{1, 3, 16} {
 				for _, ch := range []int{1, 3, 4, 8} {
 					q6kZDecRows, q6kZTileRows, q6kZChunk = dec, tr, ch
-					q6kZTransposed = rng.IntN(2) == 0
 					for _, n := range []int{1, 2, 7, 16, 17, 33, 35} {
 						lo := rng.IntN(rows)
 						hi := lo + 1 + rng.IntN(rows-lo)
@@ -436,8 +428,8 @@ func TestGemmKQ6KZTiling(t *testing.T) {
 						for i := 0; i < n; i++ {
 							for r := lo; r < hi; r++ {
 								if got, exp := y[i*rows+r], want[i*rows+r]; !sameFloat(got, exp) {
-									t.Fatalf("nb=%d streams=%d tile=%d chunk=%d transposed %v n=%d rows [%d,%d): y[%d][%d] = %v, Go twin %v",
-										nb, dec, tr, ch, q6kZTransposed, n, lo, hi, i, r, got, exp)
+									t.Fatalf("nb=%d streams=%d tile=%d chunk=%d n=%d rows [%d,%d): y[%d][%d] = %v, Go twin %v",
+										nb, dec, tr, ch, n, lo, hi, i, r, got, exp)
 								}
 							}
 						}

@@ -8,19 +8,26 @@
 // A ZMM register holds 64 weights of a super-block: chunk c (values 64c..
 // 64c+63) of the 256, whose 128-bit lane l holds the 16 values of scale
 // 4c+l. Per half h of a super-block the kernels load the 64 bytes of ql and
-// the 32 of qh (broadcast to both halves of a register, the upper half shifted
-// right by 2 with VPSRLVW) and build the two chunks 2h, 2h+1 as unsigned bytes
-// q ≤ 63 (a shift, a mask and one VPTERNLOGD each). For each activation row
-// VPMADDUBSW multiplies a chunk with the activation's 64 int8 (pairs at most
-// 2·63·128 in magnitude: no saturation) and VPDPWSSD adds the pairs times the
+// the 32 of qh (broadcast to both halves of a register, the upper half
+// shifted right by 2 with VPSRLVW) and build the two chunks 2h, 2h+1 as
+// unsigned bytes q ≤ 63 (a shift, a mask and one VPTERNLOGD each).
+//
+// The decode kernels gemmQ6KZDecR<r> (r rows far apart, one activation row)
+// multiply each chunk with the activation's 64 int8 by VPMADDUBSW (pairs at
+// most 2·63·128 in magnitude: no saturation) and add the pairs times the
 // chunk's scales (int16 words, each 128-bit lane its scale, picked by VPERMW)
-// into the pair's int32 accumulator. Q6_K's offset of -32 is taken off through
-// the activation's bsums: one VPDPWSSD of the 16 bsums (read as the upper half
-// of the 64 bytes ending the Q8_K block) against -32·scale in the upper half
-// of a register. The super-block's integer sums are exact; the accumulators
-// are summed across lanes (a tree of VPUNPCK and VSHUFI64X2) into one
-// register whose lane k is pair k, and the float32 part runs in those lanes
-// with the Go twin's operations in its order, each rounded alone (no FMA):
+// into the row's int32 accumulator with VPDPWSSD. Q6_K's offset of -32 is
+// taken off through the activation's bsums: one VPDPWSSD of the 16 bsums
+// (read as the upper half of the 64 bytes ending the Q8_K block) against
+// -32·scale in the upper half of a register.
+//
+// The batch kernels gemmQ6KZTC<c> (one row, c ≤ 16 activation rows) take
+// fewer multiplies; see tKernel.
+//
+// In both, the super-block's integer sums are exact; the accumulators are
+// summed across lanes (a tree of VPUNPCK and VSHUFI64X2) into one register
+// whose lane k is pair k, and the float32 part runs in those lanes with the
+// Go twin's operations in its order, each rounded alone (no FMA):
 //
 //	sum += f16(x.d)*dy*float32(sumi)
 //
@@ -77,9 +84,6 @@ func main() {
 	for _, r := range decRows {
 		decKernel(p, r)
 	}
-	for c := 1; c <= maxC; c++ {
-		batchKernel(p, c)
-	}
 	actsKernel(p)
 	for c := 1; c <= maxC; c++ {
 		tKernel(p, c)
@@ -92,9 +96,6 @@ func main() {
 	for _, r := range decRows {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZDecR%d(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)\n", r)
 	}
-	for c := 1; c <= maxC; c++ {
-		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZC%d(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)\n", c)
-	}
 	d.WriteString("\n// q6kZDec lists the decode kernels by their weight rows.\n")
 	d.WriteString("var q6kZDec = [...]struct {\n\tr int\n\tf func(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)\n}{\n")
 	for _, r := range decRows {
@@ -102,12 +103,6 @@ func main() {
 	}
 	d.WriteString("}\n")
 	fmt.Fprintf(&d, "\n// q6kZCols is the most activation rows a batch kernel takes.\nconst q6kZCols = %d\n", maxC)
-	d.WriteString("\n// q6kZBatch[c-1] is gemmQ6KZC<c>.\n")
-	d.WriteString("var q6kZBatch = [...]func(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32){\n")
-	for c := 1; c <= maxC; c++ {
-		fmt.Fprintf(&d, "\tgemmQ6KZC%d,\n", c)
-	}
-	d.WriteString("}\n")
 	d.WriteString("\n//go:noescape\nfunc q6kZActs(a *byte, nb int, dst *byte, dsts int)\n")
 	for c := 1; c <= maxC; c++ {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZTC%d(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)\n", c)
@@ -384,63 +379,7 @@ func decKernel(p func(string, ...any), r int) {
 	p("\tRET")
 }
 
-// ac is the address of byte off of activation row i's current super-block:
-// DI, R10, R13, AX are rows 0, 4, 8, 12; R8 the row stride arb and R9 3*arb.
-func ac(i, off int) string {
-	base := []string{"DI", "R10", "R13", "AX"}[i/4]
-	return fmt.Sprintf("%d(%s)%s", off, base, []string{"", "(R8*1)", "(R8*2)", "(R9*1)"}[i%4])
-}
-
-// batchKernel writes gemmQ6KZC<c>(w, a, arb, nb, dy, dys, s): one weight
-// row against c activation rows arb bytes apart, adding to the 16 float32
-// sums at s (lane i: activation row i) super-block by super-block in the
-// twin's order, so that a row's super-blocks can be taken in chunks. dy
-// holds the activation rows' scales by super-block: dy[i] for the first,
-// then dys bytes on for each next super-block (16 floats readable at each).
-func batchKernel(p func(string, ...any), c int) {
-	name := fmt.Sprintf("gemmQ6KZC%d", c)
-	p("")
-	p("// func %s(w *byte, a *byte, arb int, nb int, dy *float32, dys int, s *float32)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
-	p("\tMOVQ w+0(FP), SI")
-	p("\tMOVQ a+8(FP), DI")
-	p("\tMOVQ arb+16(FP), R8")
-	p("\tLEAQ (R8)(R8*2), R9")
-	p("\tMOVQ nb+24(FP), CX")
-	p("\tMOVQ dy+32(FP), BX")
-	p("\tMOVQ dys+40(FP), DX")
-	p("\tLEAQ (DI)(R8*4), R10")
-	p("\tLEAQ (R10)(R8*4), R13")
-	prologueConsts(p)
-	p("\tLEAQ (R13)(R8*4), AX") // after prologueConsts, which uses AX
-	p("\tMOVQ s+48(FP), R11")
-	p("\tVMOVUPS (R11), Z0")
-	p("")
-	p("loop_%s:", name)
-	rowProducts(p, func(off int) string { return fmt.Sprintf("%d(SI)", off) }, c,
-		func(i int) string { return z(zAcc + i) },
-		func(i, ch int) string { return ac(i, 4+64*ch) },
-		func(i int) string { return ac(i, 228) })
-	reduce(p, c, z(zTmp1))
-	p("\tVPBROADCASTW 208(SI), Y2")
-	p("\tVCVTPH2PS Y2, Z2")
-	p("\tVMULPS (BX), Z2, Z2") // f16(x.d)*dy
-	p("\tVCVTDQ2PS %s, %s", z(zTmp1), z(zTmp1))
-	p("\tVMULPS %s, Z2, Z2", z(zTmp1)) // ...*float32(sumi)
-	p("\tVADDPS Z2, Z0, Z0")
-	p("\tADDQ $210, SI")
-	p("\tADDQ DX, BX")
-	for _, reg := range []string{"DI", "R10", "R13", "AX"} {
-		p("\tADDQ $292, %s", reg)
-	}
-	p("\tDECQ CX")
-	p("\tJNZ loop_%s", name)
-	p("\tVMOVUPS Z0, (R11)")
-	p("\tVZEROUPPER")
-	p("\tRET")
-}
-
-// The transposed batch kernels. Above, a chunk's 16 dwords hold four
+// The batch kernels. In the decode kernels a chunk's 16 dwords hold four
 // groups of 16 values (one scale each), so each chunk needs its own
 // multiply by the scales: VPMADDUBSW and VPDPWSSD, two multiplies per 64
 // values and pair. Here the four chunks of a row are transposed (4x4
@@ -452,7 +391,7 @@ func batchKernel(p func(string, ...any), c int) {
 // by all weight rows), with -32·bsum of each group in the same order: a
 // pair's accumulator starts from those, takes the four VPDPBUSD and one
 // VPMULLD by the row's scales (VPMOVSXBD, VPERMD): 5 multiplies per 256
-// values and pair where the kernels above take 9.
+// values and pair where the decode kernels' way takes 9.
 //
 // Activation super-block as q6kZActs writes it (actBytes):
 //
@@ -510,9 +449,13 @@ func actsKernel(p func(string, ...any)) {
 	p("\tRET")
 }
 
-// tKernel writes gemmQ6KZTC<c>(w, at, ats, nb, dy, dys, s): gemmQ6KZC<c> on
-// activations as q6kZActs writes them: activation i of super-block b at
-// at + b*ats + i*actBytes.
+// tKernel writes gemmQ6KZTC<c>(w, at, ats, nb, dy, dys, s): one weight row
+// against c activation rows as q6kZActs writes them (activation i of
+// super-block b at at + b*ats + i*actBytes), adding to the 16 float32 sums
+// at s (lane i: activation row i) super-block by super-block in the twin's
+// order, so that a row's super-blocks can be taken in chunks. dy holds the
+// activation rows' scales by super-block: dy[i] for the first, then dys
+// bytes on for each next super-block (16 floats readable at each).
 func tKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ6KZTC%d", c)
 	p("")
