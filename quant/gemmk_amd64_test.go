@@ -136,11 +136,18 @@ func BenchmarkMatMulKDRAM(b *testing.B) {
 		x := testData(rng, cols)
 		y := make([]float32, rows)
 		var buf Scratch
-		for _, mode := range []string{"dot", "gemmk", "dot", "gemmk"} {
+		modes := []string{"dot", "gemmk", "dot", "gemmk"}
+		if typ == Q6_K && haveVNNI {
+			modes = []string{"avx2", "gemmk", "avx2", "gemmk"}
+		}
+		for _, mode := range modes {
 			b.Run(fmt.Sprintf("%v/%s", typ, mode), func(b *testing.B) {
 				saved := k.gemmK
-				if mode == "dot" {
+				switch mode {
+				case "dot":
 					k.gemmK = nil
+				case "avx2": // the AVX2 kernels in place of the AVX-512 ones
+					k.gemmK = gemmKAVX2
 				}
 				defer func() { k.gemmK = saved }()
 				b.SetBytes(int64(size))
@@ -272,6 +279,161 @@ func TestPackQ4KTileMatchesPanel(t *testing.T) {
 				if got[i] != want[i] {
 					t.Fatalf("%d super-blocks: byte %d (super-block %d, offset %d) is %#x, want %#x",
 						nb, i, i/q4kTileBytes, i%q4kTileBytes, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQ6KZDecode sweeps a Q6_K matrix of an LM head's shape
+// (128256x2048) at batch 1 on 2 threads with the AVX-512 decode kernels,
+// for several stream counts and prefetch distances: MB/s is the weights'
+// read rate.
+func BenchmarkQ6KZDecode(b *testing.B) {
+	if !haveVNNI || !haveAVX2FMA {
+		b.Skip("CPU lacks AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	p := par.New(2)
+	defer p.Close()
+	rows, cols := 128256, 2048
+	size, _ := Q6_K.RowBytes(rows * cols)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	for i := 0; i < size/q6_KBytes; i++ { // normal f16 scales
+		blk := data[i*q6_KBytes+208:]
+		blk[1] = 0x20 | blk[1]&0x83
+	}
+	m, _ := NewMatrix(Q6_K, rows, cols, data)
+	x := testData(rng, cols)
+	y := make([]float32, rows)
+	var buf Scratch
+	saved, savedRows, savedPF := k.gemmK, q6kZDecRows, q6kZDecPF
+	defer func() { k.gemmK, q6kZDecRows, q6kZDecPF = saved, savedRows, savedPF }()
+	k.gemmK = gemmKAVX512
+	for _, s := range []int{4, 8} {
+		for _, pf := range []int{0, 2048, 3072} {
+			b.Run(fmt.Sprintf("streams=%d/pf=%d", s, pf), func(b *testing.B) {
+				q6kZDecRows, q6kZDecPF = s, pf
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					MatMul(p, m, x, 1, y, &buf)
+				}
+			})
+		}
+	}
+}
+
+// TestGemmKQ6KZShapes holds every AVX-512 Q6_K kernel alone, including
+// shapes gemmKAVX512 does not currently choose, bit for bit against the Go
+// twin: the decode kernels with rows far apart and outputs strided, the
+// batch kernels (on q6kZActs' blocks) adding into sums that start from
+// earlier super-blocks'.
+func TestGemmKQ6KZShapes(t *testing.T) {
+	if !haveVNNI || !haveAVX2FMA {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(63, 64))
+	for _, kind := range []string{"quantized", "random", "max", "min", "nonfinite"} {
+		for _, nb := range []int{1, 2, 5, 9, 16, 33} {
+			const rows, acts, gap = 24, q6kZCols + 1, 3
+			rb, arb := nb*q6_KBytes, nb*q8_KBytes
+			w := misaligned(kWeights(t, rng, Q6_K, rows, nb, kind), rng.IntN(8))
+			a := misaligned(kActRows(rng, acts, nb, kind), rng.IntN(8))
+			want := make([]float32, acts*rows)
+			gemmKGo(Q6_K, w, rb, 0, rows, a, arb, acts, want, rows)
+			for _, d := range q6kZDec {
+				for _, pf := range []int{0, 64, 4096} {
+					y := make([]float32, rows)
+					for e := range y {
+						y[e] = float32(math.NaN())
+					}
+					r0 := rng.IntN(rows - gap*(d.r-1))
+					d.f(&w[r0*rb], gap*rb, &a[0], nb, &y[r0], gap, pf)
+					for j := 0; j < d.r; j++ {
+						r := r0 + gap*j
+						if got, exp := y[r], want[r]; !sameFloat(got, exp) {
+							t.Fatalf("Q6_K DecR%d %s nb=%d pf=%d: row %d = %v, Go twin %v", d.r, kind, nb, pf, r, got, exp)
+						}
+					}
+				}
+			}
+			// The batch kernels on activation rows i0.., in two calls
+			// (super-blocks [0, h) then [h, nb)) adding into the same sums.
+			dy := make([]float32, nb*acts+q6kZCols)
+			for i := 0; i < acts; i++ {
+				for b := 0; b < nb; b++ {
+					dy[b*acts+i] = f32At(a[i*arb+b*q8_KBytes:])
+				}
+			}
+			at := make([]byte, nb*acts*q6kZActBytes)
+			for i := 0; i < acts; i++ {
+				q6kZActs(&a[i*arb], nb, &at[i*q6kZActBytes], acts*q6kZActBytes)
+			}
+			for c := 1; c <= q6kZCols; c++ {
+				for trial := 0; trial < 3; trial++ {
+					i0 := rng.IntN(acts - c + 1)
+					r := rng.IntN(rows)
+					h := rng.IntN(nb + 1)
+					sums := make([]float32, q6kZCols)
+					run := func(b0, cnt int) {
+						if cnt == 0 {
+							return
+						}
+						q6kZTBatch[c-1](&w[r*rb+b0*q6_KBytes], &at[(b0*acts+i0)*q6kZActBytes], acts*q6kZActBytes, cnt,
+							&dy[b0*acts+i0], 4*acts, &sums[0])
+					}
+					run(0, h)
+					run(h, nb-h)
+					for i := 0; i < c; i++ {
+						if got, exp := sums[i], want[(i0+i)*rows+r]; !sameFloat(got, exp) {
+							t.Fatalf("Q6_K TC%d %s nb=%d split %d: row %d activation %d = %v, Go twin %v",
+								c, kind, nb, h, r, i0+i, got, exp)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmKQ6KZTiling runs gemmKAVX512 on Q6_K with other decode stream
+// counts, tile heights and super-block chunks than the chosen ones, against
+// the Go twin bit for bit.
+func TestGemmKQ6KZTiling(t *testing.T) {
+	if !haveVNNI || !haveAVX2FMA {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	saved := [...]int{q6kZDecRows, q6kZTileRows, q6kZChunk}
+	defer func() { q6kZDecRows, q6kZTileRows, q6kZChunk = saved[0], saved[1], saved[2] }()
+	rng := rand.New(rand.NewPCG(65, 66))
+	const rows, maxN = 37, 35
+	for _, nb := range []int{1, 3, 8, 9} {
+		rb, arb := nb*q6_KBytes, nb*q8_KBytes
+		w := misaligned(kWeights(t, rng, Q6_K, rows, nb, "quantized"), rng.IntN(8))
+		a := misaligned(kActRows(rng, maxN, nb, "quantized"), rng.IntN(8))
+		want := make([]float32, maxN*rows)
+		gemmKGo(Q6_K, w, rb, 0, rows, a, arb, maxN, want, rows)
+		for _, dec := range []int{1, 2, 4, 8} {
+			for _, tr := range []int{1, 3, 16} {
+				for _, ch := range []int{1, 3, 4, 8} {
+					q6kZDecRows, q6kZTileRows, q6kZChunk = dec, tr, ch
+					for _, n := range []int{1, 2, 7, 16, 17, 33, 35} {
+						lo := rng.IntN(rows)
+						hi := lo + 1 + rng.IntN(rows-lo)
+						y := make([]float32, n*rows)
+						gemmKAVX512(Q6_K, w, rb, lo, hi, a, arb, n, y, rows)
+						for i := 0; i < n; i++ {
+							for r := lo; r < hi; r++ {
+								if got, exp := y[i*rows+r], want[i*rows+r]; !sameFloat(got, exp) {
+									t.Fatalf("nb=%d streams=%d tile=%d chunk=%d n=%d rows [%d,%d): y[%d][%d] = %v, Go twin %v",
+										nb, dec, tr, ch, n, lo, hi, i, r, got, exp)
+								}
+							}
+						}
+					}
 				}
 			}
 		}

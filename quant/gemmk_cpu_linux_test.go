@@ -51,6 +51,9 @@ func TestGemmKCPUTime(t *testing.T) {
 				if typ == Q4_K && n >= q4kTileMin {
 					modes = append(modes, "rows")
 				}
+				if typ == Q6_K && haveVNNI {
+					modes = append(modes, "avx2") // the AVX2 kernels in place of the AVX-512 ones
+				}
 				for round := 0; round < 3; round++ {
 					for _, mode := range modes {
 						saved, savedMin := k.gemmK, q4kTileMin
@@ -59,6 +62,8 @@ func TestGemmKCPUTime(t *testing.T) {
 							k.gemmK = nil
 						case "rows":
 							q4kTileMin = 1 << 30
+						case "avx2":
+							k.gemmK = gemmKAVX2
 						}
 						MatMul(nil, m, x, n, y, &buf)
 						// At least 100ms of CPU time: getrusage counts in ticks.
@@ -78,6 +83,9 @@ func TestGemmKCPUTime(t *testing.T) {
 					gmac(best["dot"]), gmac(best["gemmk"]), float64(best["dot"])/float64(best["gemmk"]))
 				if r, ok := best["rows"]; ok {
 					fmt.Printf("  without tiles %6.2f GMAC/s (tiles %.2fx)", gmac(r), float64(r)/float64(best["gemmk"]))
+				}
+				if r, ok := best["avx2"]; ok {
+					fmt.Printf("  avx2 %6.2f GMAC/s (gemmk %.2fx)", gmac(r), float64(r)/float64(best["gemmk"]))
 				}
 				fmt.Println()
 			}
@@ -265,5 +273,76 @@ func TestGemmKTile2CPUTime(t *testing.T) {
 	}
 	for _, name := range names {
 		fmt.Printf("Q4_K %-8s %5.2f ns per pair-block\n", name, best[name])
+	}
+}
+
+// TestGemmKQ6KZKernelsCPUTime reports (it asserts nothing) the CPU time of
+// the Q6_K kernels alone, in L1, per pair-block: the AVX2 per-row kernels
+// against the AVX-512 ones (gemmk512_amd64.s), rounds alternating. Opt in
+// with SHADE_KQUANT_CPU=1; skipped without AVX-512 VNNI.
+func TestGemmKQ6KZKernelsCPUTime(t *testing.T) {
+	if testing.Short() || os.Getenv("SHADE_KQUANT_CPU") == "" {
+		t.Skip("opt in with SHADE_KQUANT_CPU=1")
+	}
+	if !haveVNNI || !haveAVX2FMA {
+		t.Skip("CPU lacks AVX-512 VNNI")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(59, 60))
+	const nb = 4
+	w := kWeights(t, rng, Q6_K, 8, nb, "quantized")
+	a := kActRows(rng, q6kZCols, nb, "quantized")
+	rb, arb := nb*q6_KBytes, nb*q8_KBytes
+	dy := make([]float32, nb*q6kZCols+q6kZCols)
+	sums := make([]float32, q6kZCols)
+	y := make([]float32, 64)
+	best := map[string]float64{}
+	names := []string{"avx2 R4C1", "avx2 R1C8"}
+	for _, d := range q6kZDec {
+		names = append(names, fmt.Sprintf("zmm DecR%d", d.r))
+	}
+	for _, c := range []int{1, 4, 8, 12, 16} {
+		names = append(names, fmt.Sprintf("zmm TC%d", c))
+	}
+	names = append(names, "zmm acts")
+	at := make([]byte, nb*q6kZCols*q6kZActBytes)
+	for i := 0; i < q6kZCols; i++ {
+		q6kZActs(&a[i*arb], nb, &at[i*q6kZActBytes], q6kZCols*q6kZActBytes)
+	}
+	for round := 0; round < 5; round++ {
+		for _, name := range names {
+			var f func()
+			var pairs int
+			var r, c int
+			fmt.Sscanf(name, "zmm DecR%d", &r)
+			switch {
+			case name == "avx2 R4C1":
+				f, pairs = func() { gemmQ6KR4C1(&w[0], rb, &a[0], arb, nb, &y[0], 1) }, nb*4
+			case name == "avx2 R1C8":
+				f, pairs = func() { gemmQ6KR1C8(&w[0], rb, &a[0], arb, nb, &y[0], 1) }, nb*8
+			case r > 0:
+				var kern func(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)
+				for _, d := range q6kZDec {
+					if d.r == r {
+						kern = d.f
+					}
+				}
+				f, pairs = func() { kern(&w[0], rb, &a[0], nb, &y[0], 1, 0) }, nb*r
+			case name == "zmm acts":
+				f, pairs = func() { q6kZActs(&a[0], nb, &at[0], q6kZActBytes) }, nb
+			default:
+				fmt.Sscanf(name, "zmm TC%d", &c)
+				kern := q6kZTBatch[c-1]
+				f, pairs = func() { kern(&w[0], &at[0], q6kZCols*q6kZActBytes, nb, &dy[0], 4*q6kZCols, &sums[0]) }, nb*c
+			}
+			d := cpuPerCall(f) / float64(pairs)
+			if b, ok := best[name]; !ok || d < b {
+				best[name] = d
+			}
+		}
+	}
+	for _, name := range names {
+		fmt.Printf("Q6_K %-10s %5.2f ns per pair-block (acts: per activation block)\n", name, best[name])
 	}
 }

@@ -10,5 +10,6 @@ package quant
 //go:generate go run -C .. ./quant/_gen/gemmavx2
 //go:generate go run -C .. ./quant/_gen/kquant
 //go:generate go run -C .. ./quant/_gen/q4k512
+//go:generate go run -C .. ./quant/_gen/kquant512
 //go:generate go run -C .. ./quant/_gen/arm64
 //go:generate go run ./_gen/arm64k

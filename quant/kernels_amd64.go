@@ -32,14 +32,17 @@ var avx2Kernels = func() kernelSet {
 }()
 
 // avx512Kernels is avx2Kernels with the AVX-512 VNNI gemm kernels for
-// Q4_0 and Q8_0 (gemm_amd64.go) and, for Q4_K batches on row panels, the
-// VNNI tile kernels that take two panels (16 rows, a ZMM register's int32
-// lanes) at a time (gemmQ4KPanelsVNNI, q4k512_amd64.go; decode on panels
-// and Q4_K in the file's layout stay on the AVX2 kernels).
+// Q4_0 and Q8_0 (gemm_amd64.go), for Q6_K (gemmk512_amd64.go: gemmKAVX512
+// runs Q6_K products on them, decode and batches, and hands Q4_K in the
+// file's layout to gemmKAVX2) and, for Q4_K batches on row panels, the VNNI
+// tile kernels that take two panels (16 rows, a ZMM register's int32 lanes)
+// at a time (gemmQ4KPanelsVNNI, q4k512_amd64.go; decode on panels stays on
+// the AVX2 kernel).
 var avx512Kernels = func() kernelSet {
 	s := avx2Kernels
 	s.name = "avx512"
 	s.gemm = gemmVNNI
+	s.gemmK = gemmKAVX512
 	s.gemmPanel = gemmPanelVNNI
 	s.gemmKPanel = gemmQ4KPanelsVNNI
 	return s
