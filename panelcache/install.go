@@ -250,6 +250,7 @@ func mapFile(fd *os.File, key [32]byte) (*mapping, *header, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("mmap: %w", err)
 	}
+	hugePages(b)
 	mp := &mapping{b: b}
 	mp.refs.Store(1)
 	return mp, h, nil
@@ -404,6 +405,7 @@ func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors [
 	if err := tmp.Sync(); err != nil {
 		return nil, nil, fmt.Errorf("writing %s: %w", tmp.Name(), err)
 	}
+	dropCached(tmp, h.total) // read back below in huge folios
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return nil, nil, err
 	}
@@ -416,5 +418,6 @@ func buildLocked(p *par.Pool, f *gguf.File, path string, key [32]byte, tensors [
 	if err != nil {
 		return nil, nil, err
 	}
+	populate(mp.b) // the pages just dropped, in one pass, before the first product
 	return mp, h2, nil
 }

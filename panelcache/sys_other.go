@@ -17,6 +17,12 @@ func inode(st os.FileInfo) (uint64, int64) {
 	return 0, 0
 }
 
+// hugePages does nothing where there is no transparent huge page hint.
+func hugePages([]byte) {}
+
+// dropCached does nothing here: the page cache keeps what was written.
+func dropCached(*os.File, int64) {}
+
 // populate does nothing where there is no cheap way to map pages ahead.
 func populate([]byte) {}
 
