@@ -65,13 +65,7 @@ func TestGemmKCPUTime(t *testing.T) {
 						case "avx2":
 							k.gemmK = gemmKAVX2
 						}
-						MatMul(nil, m, x, n, y, &buf)
-						// At least 100ms of CPU time: getrusage counts in ticks.
-						t0, reps := threadCPU(), 0
-						for ; threadCPU()-t0 < 100*time.Millisecond; reps++ {
-							MatMul(nil, m, x, n, y, &buf)
-						}
-						d := (threadCPU() - t0) / time.Duration(reps)
+						d := matMulCPU(m, x, n, y, &buf)
 						k.gemmK, q4kTileMin = saved, savedMin
 						if b, ok := best[mode]; !ok || d < b {
 							best[mode] = d
@@ -91,6 +85,18 @@ func TestGemmKCPUTime(t *testing.T) {
 			}
 		}
 	}
+}
+
+// matMulCPU is the CPU time on this thread of one single-threaded MatMul
+// of m by the n rows of x, after one unmeasured call, over at least 100ms
+// of CPU time: getrusage counts in ticks.
+func matMulCPU(m Matrix, x []float32, n int, y []float32, buf *Scratch) time.Duration {
+	MatMul(nil, m, x, n, y, buf)
+	t0, reps := threadCPU(), 0
+	for ; threadCPU()-t0 < 100*time.Millisecond; reps++ {
+		MatMul(nil, m, x, n, y, buf)
+	}
+	return (threadCPU() - t0) / time.Duration(reps)
 }
 
 // cpuPerCall is f's CPU time per call on this thread in ns, over at least
@@ -199,12 +205,7 @@ func TestGemmKPanelCPUTime(t *testing.T) {
 			for round := 0; round < 3; round++ {
 				for _, mode := range []string{"avx2", "vnni"} {
 					k.gemmKPanel = modes[mode]
-					MatMul(nil, m, x, n, y, &buf)
-					t0, reps := threadCPU(), 0
-					for ; threadCPU()-t0 < 100*time.Millisecond; reps++ {
-						MatMul(nil, m, x, n, y, &buf)
-					}
-					d := (threadCPU() - t0) / time.Duration(reps)
+					d := matMulCPU(m, x, n, y, &buf)
 					if b, ok := best[mode]; !ok || d < b {
 						best[mode] = d
 					}
