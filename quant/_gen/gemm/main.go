@@ -409,7 +409,7 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 	}
 	p("")
 	p("loop_%s:", name)
-	panelLoads(p, typ, blockBytes, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
+	panelLoads(p, typ, blockBytes, panelTilePrefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
 	dots(p, c, []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
 	p("\tADDQ $%d, SI", blockBytes)
 	p("\tADDQ DX, R8")
@@ -470,7 +470,7 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	p("")
 	p("loop_%s:", name)
 	for j := 0; j < s; j++ {
-		panelLoads(p, typ, blockBytes, func(off int) string { return addr(off, j) })
+		panelLoads(p, typ, blockBytes, panelPrefetch, func(off int) string { return addr(off, j) })
 		p("\tVPBROADCASTD 4(R9), Z11")
 		for g := 0; g < 8; g++ {
 			p("\tVPDPBUSD.BCST %d(R8), Z%d, Z11", 4*g, g)
@@ -496,12 +496,12 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 }
 
 // panelLoads writes the loads of one panel block, its bytes at addr(off):
-// prefetches panelPrefetch bytes ahead, the 16 scales converted into Z9 and
+// prefetches prefetch bytes ahead, the 16 scales converted into Z9 and
 // the weights into Z0-Z7 (values 4g..4g+3 of each row in Zg; Q4_0 nibbles
 // unpacked with the mask in Z10).
-func panelLoads(p func(string, ...any), typ string, blockBytes int, addr func(off int) string) {
+func panelLoads(p func(string, ...any), typ string, blockBytes, prefetch int, addr func(off int) string) {
 	for k := 0; k < blockBytes; k += 64 {
-		p("\tPREFETCHT0 %s", addr(panelPrefetch+k))
+		p("\tPREFETCHT0 %s", addr(prefetch+k))
 	}
 	p("\tVCVTPH2PS %s, Z9", addr(0))
 	if typ == "Q4_0" {
@@ -518,6 +518,15 @@ func panelLoads(p func(string, ...any), typ string, blockBytes int, addr func(of
 	}
 }
 
-// panelPrefetch is how far ahead of the current block, in bytes, the panel
-// kernels prefetch their stream.
+// panelPrefetch is how far ahead of the current block, in bytes, the one-row
+// streams kernel prefetches each of its streams. (2048 and 3072 were 3% and
+// 7% slower than 1024 in the 1B Q4_0 decode on Zen 5, 2026-12-02.)
 const panelPrefetch = 1024
+
+// panelTilePrefetch is how far ahead, in bytes, the batch kernels prefetch
+// their one panel: about nine Q4_0 blocks, the ~20 ns of compute each of
+// them takes at 16 rows against a DRAM latency past 100 ns. Measured on Zen 5
+// (2026-12-02, model's BenchmarkFileForward at batch 16, medians of 5-7
+// alternated runs): 1024 bytes 55.5 tok/s on the 8B Q4_0 file and 337 on
+// the 1B one; 2048 65.3 / 349; 2560 65.7 / 373; 3584 and 4608 no better.
+const panelTilePrefetch = 2560
