@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 )
 
@@ -46,18 +47,25 @@ func gemmCorrection(t Type) int32 {
 }
 
 // put stores activation row i, given as Q8_0 blocks in src, for weights of
-// type t.
+// type t. It runs once per row and block of every batched product, so it
+// moves and sums the 32 quants eight at a time: the bytes biased by 128
+// (x^0x80 = x+128, unsigned) are added in 16-bit lanes (at most 4·2·255)
+// and the four lanes folded by a multiply (at most 32·255 < 2^16).
 func (g *gemmActs) put(t Type, i int, src []byte) {
 	off := gemmCorrection(t)
+	const bias, lo8, ones16 = 0x8080808080808080, 0x00ff00ff00ff00ff, 0x0001000100010001
 	for b := 0; b < g.nb; b++ {
 		blk := (*[q8_0Bytes]byte)(src[b*q8_0Bytes:])
 		e := b*g.n + i
 		dst := (*[qk8_0]byte)(g.q[e*qk8_0:])
-		var sum int32
-		for j := range dst {
-			dst[j] = blk[2+j]
-			sum += int32(int8(blk[2+j]))
+		var lanes uint64
+		for w := 0; w < qk8_0; w += 8 {
+			v := binary.LittleEndian.Uint64(blk[2+w:])
+			binary.LittleEndian.PutUint64(dst[w:], v)
+			u := v ^ bias
+			lanes += u&lo8 + (u>>8)&lo8
 		}
+		sum := int32(lanes*ones16>>48) - 128*qk8_0
 		g.side[2*e] = math.Float32bits(f16At(blk[0:]))
 		g.side[2*e+1] = uint32(-off * sum)
 	}

@@ -298,3 +298,55 @@ func BenchmarkMatMulPanels(b *testing.B) {
 		}
 	}
 }
+
+// TestGemmActsPut checks put's eight-at-a-time sums against a byte-by-byte
+// reference, on blocks of random quants and on the extremes (-128 and 127
+// everywhere, where the 16-bit lanes are fullest).
+func TestGemmActsPut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	const nb, n = 9, 3
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for fill := range 3 {
+			src := make([]byte, nb*q8_0Bytes)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+				if i%q8_0Bytes >= 2 && fill > 0 {
+					src[i] = [...]byte{0x80, 0x7f}[fill-1]
+				}
+			}
+			g := gemmActs{n: n, nb: nb, q: make([]byte, n*nb*qk8_0), side: make([]uint32, 2*n*nb)}
+			g.put(typ, 1, src)
+			for b := range nb {
+				blk := src[b*q8_0Bytes:]
+				e := b*n + 1
+				var sum int32
+				for j := range qk8_0 {
+					if got := g.q[e*qk8_0+j]; got != blk[2+j] {
+						t.Fatalf("%v fill %d block %d: q[%d] = %d, want %d", typ, fill, b, j, got, blk[2+j])
+					}
+					sum += int32(int8(blk[2+j]))
+				}
+				if got, want := int32(g.side[2*e+1]), -gemmCorrection(typ)*sum; got != want {
+					t.Fatalf("%v fill %d block %d: correction %d, want %d", typ, fill, b, got, want)
+				}
+				if got, want := g.side[2*e], math.Float32bits(f16At(blk)); got != want {
+					t.Fatalf("%v fill %d block %d: scale bits %#x, want %#x", typ, fill, b, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkGemmActsPut measures laying out one 8192-value activation row.
+func BenchmarkGemmActsPut(b *testing.B) {
+	const nb, n = 256, 16
+	src := make([]byte, nb*q8_0Bytes)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	g := gemmActs{n: n, nb: nb, q: make([]byte, n*nb*qk8_0), side: make([]uint32, 2*n*nb)}
+	b.SetBytes(nb * qk8_0)
+	for b.Loop() {
+		g.put(Q4_0, 3, src)
+	}
+}
