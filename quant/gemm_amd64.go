@@ -125,7 +125,7 @@ var panelKernels = [2][16]func(w *byte, nb int, a *byte, as int, side *uint32, s
 
 // panelStreams is how many tiles far apart gemm<t>PanelStreams reads at
 // once (quant/_gen/gemm).
-const panelStreams = 4
+const panelStreams = 8
 
 // panelStreamKernels[t] computes panelStreams tiles far apart for one
 // activation row (t as in gemmKernels).

@@ -429,8 +429,12 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 
 // panelStreams is how many panels, far apart, the one-row streams kernel
 // reads at once: the memory system gives a core more bandwidth over several
-// concurrent streams than over one.
-const panelStreams = 4
+// concurrent streams than over one. Eight against four, alternated on Zen 5
+// (2026-12-02, model's BenchmarkFileDecode, medians of 5-7 runs, with the
+// memory probe reading 53-76 GB/s): the 8B Q4_0 decode read 46.2 and 43.4
+// GB/s against 43.5 and 40.4, the 1B one 43.2 against 38.9 (six streams
+// were as good as eight).
+const panelStreams = 8
 
 // panelStreamsKernel writes gemm<typ>PanelStreams: s panel tiles by one
 // activation row, the tile of stream j at w + j*ws bytes and its 16
@@ -438,8 +442,9 @@ const panelStreams = 4
 // activation row on each stream in turn, reusing Z0-Z7; stream j
 // accumulates into Z16+j.
 //
-// Registers: SI stream 0's block, BX ws, R12 3*ws, R8 the activation block,
-// R9 its side entry, CX blocks left, DI y, R11 yst.
+// Registers: SI stream 0's block, R13 stream 4's (when s > 4), BX ws, R12
+// 3*ws, R8 the activation block, R9 its side entry, CX blocks left, DI y,
+// R11 yst.
 func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	name := fmt.Sprintf("gemm%sPanelStreams", typ)
 	blockBytes := 16 * 18
@@ -447,7 +452,7 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 		blockBytes = 16 * 34
 	}
 	addr := func(off, j int) string {
-		return fmt.Sprintf("%d(SI)%s", off, [...]string{"", "(BX*1)", "(BX*2)", "(R12*1)"}[j])
+		return fmt.Sprintf("%d(%s)%s", off, [...]string{"SI", "R13"}[j/4], [...]string{"", "(BX*1)", "(BX*2)", "(R12*1)"}[j%4])
 	}
 	p("")
 	p("// func %s(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)", name)
@@ -455,6 +460,9 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ ws+8(FP), BX")
 	p("\tLEAQ (BX)(BX*2), R12")
+	if s > 4 {
+		p("\tLEAQ (SI)(BX*4), R13")
+	}
 	p("\tMOVQ nb+16(FP), CX")
 	p("\tMOVQ a+24(FP), R8")
 	p("\tMOVQ side+32(FP), R9")
@@ -480,6 +488,9 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 		p("\tVFMADD231PS Z15, Z11, Z%d", 16+j)
 	}
 	p("\tADDQ $%d, SI", blockBytes)
+	if s > 4 {
+		p("\tADDQ $%d, R13", blockBytes)
+	}
 	p("\tADDQ $32, R8")
 	p("\tADDQ $8, R9")
 	p("\tDECQ CX")
