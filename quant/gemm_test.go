@@ -350,3 +350,33 @@ func BenchmarkGemmActsPut(b *testing.B) {
 		g.put(Q4_0, 3, src)
 	}
 }
+
+// BenchmarkPanelDecodeDRAM measures one-row products (decode) on a repacked
+// matrix far larger than the caches (an LM head, 128256x2048) with each
+// kernel set this CPU runs, on 2 threads: MB/s is the weights' read rate,
+// to compare with the memory probe of `shade bench` in the same minute.
+func BenchmarkPanelDecodeDRAM(b *testing.B) {
+	defer UseGeneric(false)
+	rng := rand.New(rand.NewPCG(65, 66))
+	rows, cols := 128256, 2048
+	m, _ := NewMatrix(Q4_0, rows, cols, randomWeights(rng, Q4_0, rows, cols))
+	m = Repackable(m, nil)
+	x := testData(rng, cols)
+	y := make([]float32, rows)
+	p := par.New(2)
+	defer p.Close()
+	for _, set := range KernelSets()[1:] {
+		if err := UseKernels(set); err != nil {
+			b.Fatal(err)
+		}
+		m.Repack(p)
+		b.Run(set, func(b *testing.B) {
+			var buf Scratch
+			b.SetBytes(int64(len(m.Data)))
+			for b.Loop() {
+				MatMul(p, m, x, 1, y, &buf)
+			}
+		})
+		m.DropPanels()
+	}
+}
