@@ -17,9 +17,9 @@ func (s *State) layer(l int, w *Layer) {
 	s.layerL, s.layerW = l, w
 
 	s.perRow(n, s.attnNormFn)
-	quant.MatMul(pool, w.Wq, s.xb, n, s.q, &s.scratch)
-	quant.MatMul(pool, w.Wk, s.xb, n, s.k, &s.scratch)
-	quant.MatMul(pool, w.Wv, s.xb, n, s.v, &s.scratch)
+	s.sharedW = [3]quant.Matrix{w.Wq, w.Wk, w.Wv}
+	s.sharedY = [3][]float32{s.q, s.k, s.v}
+	quant.MatMulShared(pool, s.sharedW[:], s.xb, n, s.sharedY[:], &s.scratch)
 	s.perRow(n, s.qkvFn)
 
 	t0 := time.Now()
@@ -29,8 +29,10 @@ func (s *State) layer(l int, w *Layer) {
 	addTo(s.x[:n*dim], s.proj[:n*dim])
 
 	s.perRow(n, s.ffnNormFn)
-	quant.MatMul(pool, w.Gate, s.xb, n, s.hb, &s.scratch)
-	quant.MatMul(pool, w.Up, s.xb, n, s.hb2, &s.scratch)
+	s.sharedW = [3]quant.Matrix{w.Gate, w.Up}
+	s.sharedY = [3][]float32{s.hb, s.hb2}
+	quant.MatMulShared(pool, s.sharedW[:2], s.xb, n, s.sharedY[:2], &s.scratch)
+	s.sharedW, s.sharedY = [3]quant.Matrix{}, [3][]float32{} // hold no layer's weights
 	if n == 1 {
 		s.swiglu(0, c.FFN)
 	} else {

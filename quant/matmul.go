@@ -104,24 +104,38 @@ type Scratch struct {
 	g gemmActs  // the Q8_0 activations laid out for k.gemm
 
 	job     matJob
+	parts   [maxShared]matPart
 	rowsFn  func(lo, hi int) // job.rows, bound once
 	inputFn func(lo, hi int) // job.convert, bound once
 }
 
-// matJob is the state of one MatMul, shared by its chunks.
+// maxShared is how many matrices MatMulShared computes in one pass (the
+// query, key and value projections are three).
+const maxShared = 3
+
+// matJob is the state of one MatMul, shared by its chunks: the activations,
+// converted once, and the matrices they multiply (one, or MatMulShared's).
 type matJob struct {
-	m      Matrix
-	rb     int // m.rowBytes()
 	act    activation
+	cols   int
 	x      []float32 // the n input rows
 	xq     []byte    // converted activations (encoded types)
 	xf     []float32 // converted activations (float types)
 	arb    int       // bytes per encoded activation row
 	n      int
-	y      []float32
 	quant8 func(x []float32, dst []byte)
-	g      *gemmActs // non-nil when k.gemm computes this product
-	panels []byte    // m's row panels, when k.gemmPanel or k.gemmKPanel computes it
+	g      *gemmActs // the Q8_0 activations laid out for k.gemm, when it computes Q4_0 or Q8_0
+	parts  []matPart // the matrices, their rows one after another in rows' numbering
+}
+
+// matPart is one matrix of a matJob.
+type matPart struct {
+	m      Matrix
+	rb     int // m.rowBytes()
+	act    activation
+	first  int // the number of m's row 0 in the job's rows
+	y      []float32
+	panels []byte // m's row panels, when k.gemmPanel or k.gemmKPanel computes it
 }
 
 // MatMul computes y[i*m.Rows + r] = dot(m row r, x[i*m.Cols:(i+1)*m.Cols]) for
@@ -134,19 +148,84 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 	if n <= 0 || m.Rows == 0 {
 		return
 	}
-	if len(x) < n*m.Cols || len(y) < n*m.Rows {
-		panic(fmt.Sprintf("quant: MatMul %dx%d %v by %d rows: x has %d values (want %d), y has %d (want %d)",
-			m.Rows, m.Cols, m.Type, n, len(x), n*m.Cols, len(y), n*m.Rows))
+	if buf == nil {
+		buf = new(Scratch)
+	}
+	buf.parts[0] = matPart{m: m, y: y}
+	matMul(p, buf.parts[:1], x, n, buf)
+}
+
+// MatMulShared computes MatMul(p, ms[i], x, n, ys[i], buf) for every i, with
+// the same bits, in one pass: x is converted once and the rows of all the
+// matrices are split over p together, so that a layer's query, key and value
+// projections (or its FFN gate and up) cost one conversion and one fork and
+// join instead of three (or two). The matrices must have as many columns;
+// those that do not share the activations' type and layout (a Q4_K beside
+// a Q4_0, say) are computed one after another. At most three matrices.
+func MatMulShared(p *par.Pool, ms []Matrix, x []float32, n int, ys [][]float32, buf *Scratch) {
+	if len(ms) != len(ys) || len(ms) > maxShared {
+		panic(fmt.Sprintf("quant: MatMulShared of %d matrices into %d outputs (at most %d)", len(ms), len(ys), maxShared))
+	}
+	if n <= 0 {
+		return
 	}
 	if buf == nil {
 		buf = new(Scratch)
+	}
+	for i := 0; i < len(ms); {
+		j := i + 1
+		for j < len(ms) && sharesActivations(ms[j-1], ms[j]) {
+			j++
+		}
+		parts := buf.parts[:0]
+		for e := i; e < j; e++ {
+			if ms[e].Rows > 0 {
+				parts = append(parts, matPart{m: ms[e], y: ys[e]})
+			}
+		}
+		if len(parts) > 0 {
+			matMul(p, parts, x, n, buf)
+		}
+		i = j
+	}
+}
+
+// sharesActivations reports whether one conversion of the activations and
+// one pass can serve a and b: the same columns and activation type, the
+// same type where that decides the layout for k.gemm (Q4_0 and Q8_0 differ
+// in its correction), and whole row tiles in a, so that the chunks
+// ForGrain hands out start on a tile of b too.
+func sharesActivations(a, b Matrix) bool {
+	if a.Cols != b.Cols || a.Rows%rowTile != 0 {
+		return false
+	}
+	at, bt := activationFor(a.Type).typ, activationFor(b.Type).typ
+	if at != bt {
+		return false
+	}
+	return at != Q8_0 || a.Type == b.Type
+}
+
+// matMul computes the products of parts' matrices (one, or a group that
+// sharesActivations) with the n rows of x.
+func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
+	m := parts[0].m
+	rows := 0
+	for i := range parts {
+		pt := &parts[i]
+		if len(x) < n*pt.m.Cols || len(pt.y) < n*pt.m.Rows {
+			panic(fmt.Sprintf("quant: MatMul %dx%d %v by %d rows: x has %d values (want %d), y has %d (want %d)",
+				pt.m.Rows, pt.m.Cols, pt.m.Type, n, len(x), n*pt.m.Cols, len(pt.y), n*pt.m.Rows))
+		}
+		pt.rb, pt.act, pt.first = pt.m.rowBytes(), activationFor(pt.m.Type), rows
+		rows += pt.m.Rows
 	}
 	if buf.rowsFn == nil {
 		buf.rowsFn = buf.job.rows
 		buf.inputFn = buf.job.convert
 	}
 	j := &buf.job
-	*j = matJob{m: m, rb: m.rowBytes(), act: activationFor(m.Type), x: x[:n*m.Cols], n: n, y: y}
+	*j = matJob{act: activationFor(m.Type), cols: m.Cols, x: x[:n*m.Cols], n: n, parts: parts}
 
 	switch j.act.typ {
 	case Q8_0, Q8_K:
@@ -157,8 +236,10 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 		}
 		buf.q = grow(buf.q, n*j.arb)
 		j.xq = buf.q
-		if m.Type == Q4_K {
-			j.panels = m.panelsFor(p)
+		for i := range parts {
+			if parts[i].m.Type == Q4_K {
+				parts[i].panels = parts[i].m.panelsFor(p)
+			}
 		}
 		if k.gemm != nil && (m.Type == Q4_0 || m.Type == Q8_0) {
 			nb := m.Cols / qk8_0
@@ -167,7 +248,9 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 			g.q = grow(g.q, n*nb*qk8_0)
 			g.side = grow(g.side, 2*n*nb)
 			j.g = g
-			j.panels = m.panelsFor(p)
+			for i := range parts {
+				parts[i].panels = parts[i].m.panelsFor(p)
+			}
 		}
 		p.For(n, buf.inputFn)
 	case F16, BF16:
@@ -177,9 +260,12 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 	case F32:
 		j.xf = j.x
 	}
-	p.ForGrain(m.Rows, rowTile, buf.rowsFn)
-	runtime.KeepAlive(m.pk) // j.panels may be memory the collector frees with m.pk
-	*j = matJob{}           // drop references to the caller's buffers
+	p.ForGrain(rows, rowTile, buf.rowsFn)
+	for i := range parts {
+		runtime.KeepAlive(parts[i].m.pk) // panels may be memory the collector frees with m.pk
+		parts[i] = matPart{}             // drop references to the caller's buffers
+	}
+	*j = matJob{}
 }
 
 func grow[T any](s []T, n int) []T {
@@ -191,14 +277,14 @@ func grow[T any](s []T, n int) []T {
 
 // convert converts activation rows [lo, hi).
 func (j *matJob) convert(lo, hi int) {
-	c := j.m.Cols
+	c := j.cols
 	for i := lo; i < hi; i++ {
 		x := j.x[i*c : (i+1)*c]
 		switch j.act.typ {
 		case Q8_0, Q8_K:
 			j.quant8(x, j.xq[i*j.arb:(i+1)*j.arb])
 			if j.g != nil {
-				j.g.put(j.m.Type, i, j.xq[i*j.arb:(i+1)*j.arb])
+				j.g.put(j.parts[0].m.Type, i, j.xq[i*j.arb:(i+1)*j.arb])
 			}
 		case F16:
 			out := j.xf[i*c : (i+1)*c]
@@ -214,32 +300,43 @@ func (j *matJob) convert(lo, hi int) {
 	}
 }
 
-// rows computes the outputs of weight rows [lo, hi) for every activation row,
-// tile by tile.
+// rows computes the outputs of the job's rows [lo, hi) (its matrices' rows
+// one after another) for every activation row.
 func (j *matJob) rows(lo, hi int) {
-	R, c := j.m.Rows, j.m.Cols
-	if j.act.typ == Q8_K && j.panels != nil {
+	for i := range j.parts {
+		pt := &j.parts[i]
+		if l, h := max(lo, pt.first), min(hi, pt.first+pt.m.Rows); l < h {
+			j.partRows(pt, l-pt.first, h-pt.first)
+		}
+	}
+}
+
+// partRows computes the outputs of rows [lo, hi) of pt's matrix for every
+// activation row, tile by tile.
+func (j *matJob) partRows(pt *matPart, lo, hi int) {
+	R, c := pt.m.Rows, pt.m.Cols
+	if j.act.typ == Q8_K && pt.panels != nil {
 		// Q4_K on panels: chunks are whole panels (ForGrain by rowTile, a
 		// multiple of q4kPanelRows; Repackable asks rows to be one too).
-		k.gemmKPanel(j.panels, c/qkK, lo, hi, j.xq, j.arb, j.n, j.y, R)
+		k.gemmKPanel(pt.panels, c/qkK, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}
 	if j.act.typ == Q8_K && k.gemmK != nil {
 		// Q4_K and Q6_K: every output, whatever n, is the per-row Go twin's.
-		k.gemmK(j.m.Type, j.m.Data, j.rb, lo, hi, j.xq, j.arb, j.n, j.y, R)
+		k.gemmK(pt.m.Type, pt.m.Data, pt.rb, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}
-	if j.panels != nil {
+	if pt.panels != nil {
 		// Chunks are whole panels: rows and chunks are multiples of
 		// panelRows (Repackable, ForGrain by rowTile).
-		k.gemmPanel(j.m.Type, j.panels, j.rb, lo, hi, j.g, j.n, j.y, R)
+		k.gemmPanel(pt.m.Type, pt.panels, pt.rb, lo, hi, j.g, j.n, pt.y, R)
 		return
 	}
 	if j.g != nil {
 		// Every output of a Q4_0 or Q8_0 product, whatever n, comes from
 		// k.gemm, whose results do not depend on the tiling (gemm.go).
 		for r0 := lo; r0 < hi; r0 += gemmRows {
-			k.gemm(j.m.Type, j.m.Data, j.rb, r0, min(gemmRows, hi-r0), j.g, 0, j.n, j.y[r0:], R)
+			k.gemm(pt.m.Type, pt.m.Data, pt.rb, r0, min(gemmRows, hi-r0), j.g, 0, j.n, pt.y[r0:], R)
 		}
 		return
 	}
@@ -248,14 +345,14 @@ func (j *matJob) rows(lo, hi int) {
 		for i0 := 0; i0 < j.n; i0 += actTile {
 			i1 := min(i0+actTile, j.n)
 			for r := r0; r < r1; r++ {
-				w := j.m.Data[r*j.rb : (r+1)*j.rb]
-				if j.act.dotQ != nil {
+				w := pt.m.Data[r*pt.rb : (r+1)*pt.rb]
+				if pt.act.dotQ != nil {
 					for i := i0; i < i1; i++ {
-						j.y[i*R+r] = j.act.dotQ(w, j.xq[i*j.arb:(i+1)*j.arb])
+						pt.y[i*R+r] = pt.act.dotQ(w, j.xq[i*j.arb:(i+1)*j.arb])
 					}
 				} else {
 					for i := i0; i < i1; i++ {
-						j.y[i*R+r] = j.act.dotF(w, j.xf[i*c:(i+1)*c])
+						pt.y[i*R+r] = pt.act.dotF(w, j.xf[i*c:(i+1)*c])
 					}
 				}
 			}
