@@ -77,8 +77,8 @@ type State struct {
 	scratch  quant.Scratch
 	// The operands of a layer's shared-input products (q, k, v; gate, up),
 	// kept here so that passing them to quant.MatMulShared allocates nothing.
-	sharedW [3]quant.Matrix
-	sharedY [3][]float32
+	sharedW  [3]quant.Matrix
+	sharedY  [3][]float32
 	headNorm []float32 // (rows asked for, dim): final-normed input of the LM head
 	lensNorm []float32 // (dim) Lens's normed row
 	lensRow  []float32 // (dim) one dequantized head row
