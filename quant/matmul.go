@@ -103,10 +103,11 @@ type Scratch struct {
 	f []float32 // activations rounded to F16 or BF16, n rows
 	g gemmActs  // the Q8_0 activations laid out for k.gemm
 
-	job     matJob
-	parts   [maxShared]matPart
-	rowsFn  func(lo, hi int) // job.rows, bound once
-	inputFn func(lo, hi int) // job.convert, bound once
+	job      matJob
+	parts    [maxShared]matPart
+	rowsFn   func(lo, hi int) // job.rows, bound once
+	sharesFn func(lo, hi int) // job.shares, bound once
+	inputFn  func(lo, hi int) // job.convert, bound once
 }
 
 // maxShared is how many matrices MatMulShared computes in one pass (the
@@ -116,16 +117,17 @@ const maxShared = 3
 // matJob is the state of one MatMul, shared by its chunks: the activations,
 // converted once, and the matrices they multiply (one, or MatMulShared's).
 type matJob struct {
-	act    activation
-	cols   int
-	x      []float32 // the n input rows
-	xq     []byte    // converted activations (encoded types)
-	xf     []float32 // converted activations (float types)
-	arb    int       // bytes per encoded activation row
-	n      int
-	quant8 func(x []float32, dst []byte)
-	g      *gemmActs // the Q8_0 activations laid out for k.gemm, when it computes Q4_0 or Q8_0
-	parts  []matPart // the matrices, their rows one after another in rows' numbering
+	act     activation
+	cols    int
+	x       []float32 // the n input rows
+	xq      []byte    // converted activations (encoded types)
+	xf      []float32 // converted activations (float types)
+	arb     int       // bytes per encoded activation row
+	n       int
+	quant8  func(x []float32, dst []byte)
+	g       *gemmActs // the Q8_0 activations laid out for k.gemm, when it computes Q4_0 or Q8_0
+	parts   []matPart // the matrices
+	nshares int       // with several parts: how many shares each part's rows are cut into
 }
 
 // matPart is one matrix of a matJob.
@@ -133,7 +135,6 @@ type matPart struct {
 	m      Matrix
 	rb     int // m.rowBytes()
 	act    activation
-	first  int // the number of m's row 0 in the job's rows
 	y      []float32
 	panels []byte // m's row panels, when k.gemmPanel or k.gemmKPanel computes it
 }
@@ -156,12 +157,12 @@ func MatMul(p *par.Pool, m Matrix, x []float32, n int, y []float32, buf *Scratch
 }
 
 // MatMulShared computes MatMul(p, ms[i], x, n, ys[i], buf) for every i, with
-// the same bits, in one pass: x is converted once and the rows of all the
-// matrices are split over p together, so that a layer's query, key and value
+// the same bits, in one pass: x is converted once and each thread computes
+// its share of every matrix, so that a layer's query, key and value
 // projections (or its FFN gate and up) cost one conversion and one fork and
-// join instead of three (or two). The matrices must have as many columns;
-// those that do not share the activations' type and layout (a Q4_K beside
-// a Q4_0, say) are computed one after another. At most three matrices.
+// join instead of three (or two). Matrices that do not share the
+// activations' type, layout and length (a Q4_0 beside a Q8_0, say) are
+// computed one after another. At most three matrices.
 func MatMulShared(p *par.Pool, ms []Matrix, x []float32, n int, ys [][]float32, buf *Scratch) {
 	if len(ms) != len(ys) || len(ms) > maxShared {
 		panic(fmt.Sprintf("quant: MatMulShared of %d matrices into %d outputs (at most %d)", len(ms), len(ys), maxShared))
@@ -191,12 +192,11 @@ func MatMulShared(p *par.Pool, ms []Matrix, x []float32, n int, ys [][]float32, 
 }
 
 // sharesActivations reports whether one conversion of the activations and
-// one pass can serve a and b: the same columns and activation type, the
+// one pass can serve a and b: the same columns and activation type, and the
 // same type where that decides the layout for k.gemm (Q4_0 and Q8_0 differ
-// in its correction), and whole row tiles in a, so that the chunks
-// ForGrain hands out start on a tile of b too.
+// in its correction).
 func sharesActivations(a, b Matrix) bool {
-	if a.Cols != b.Cols || a.Rows%rowTile != 0 {
+	if a.Cols != b.Cols {
 		return false
 	}
 	at, bt := activationFor(a.Type).typ, activationFor(b.Type).typ
@@ -210,18 +210,17 @@ func sharesActivations(a, b Matrix) bool {
 // sharesActivations) with the n rows of x.
 func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
 	m := parts[0].m
-	rows := 0
 	for i := range parts {
 		pt := &parts[i]
 		if len(x) < n*pt.m.Cols || len(pt.y) < n*pt.m.Rows {
 			panic(fmt.Sprintf("quant: MatMul %dx%d %v by %d rows: x has %d values (want %d), y has %d (want %d)",
 				pt.m.Rows, pt.m.Cols, pt.m.Type, n, len(x), n*pt.m.Cols, len(pt.y), n*pt.m.Rows))
 		}
-		pt.rb, pt.act, pt.first = pt.m.rowBytes(), activationFor(pt.m.Type), rows
-		rows += pt.m.Rows
+		pt.rb, pt.act = pt.m.rowBytes(), activationFor(pt.m.Type)
 	}
 	if buf.rowsFn == nil {
 		buf.rowsFn = buf.job.rows
+		buf.sharesFn = buf.job.shares
 		buf.inputFn = buf.job.convert
 	}
 	j := &buf.job
@@ -260,7 +259,15 @@ func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
 	case F32:
 		j.xf = j.x
 	}
-	p.ForGrain(rows, rowTile, buf.rowsFn)
+	if len(parts) == 1 {
+		p.ForGrain(m.Rows, rowTile, buf.rowsFn)
+	} else {
+		// Each thread takes its share of every matrix, as it would in
+		// MatMuls one after another, rather than a run of the matrices
+		// laid end to end: that left the Q4_K decode 7-11% slower (Zen 5).
+		j.nshares = p.Threads()
+		p.For(j.nshares, buf.sharesFn)
+	}
 	for i := range parts {
 		runtime.KeepAlive(parts[i].m.pk) // panels may be memory the collector frees with m.pk
 		parts[i] = matPart{}             // drop references to the caller's buffers
@@ -300,13 +307,22 @@ func (j *matJob) convert(lo, hi int) {
 	}
 }
 
-// rows computes the outputs of the job's rows [lo, hi) (its matrices' rows
-// one after another) for every activation row.
-func (j *matJob) rows(lo, hi int) {
-	for i := range j.parts {
-		pt := &j.parts[i]
-		if l, h := max(lo, pt.first), min(hi, pt.first+pt.m.Rows); l < h {
-			j.partRows(pt, l-pt.first, h-pt.first)
+// rows computes the outputs of rows [lo, hi) of the job's one matrix for
+// every activation row.
+func (j *matJob) rows(lo, hi int) { j.partRows(&j.parts[0], lo, hi) }
+
+// shares computes shares [lo, hi) of every matrix of the job: share t of a
+// matrix is the rows ForGrain by rowTile would give chunk t of j.nshares.
+func (j *matJob) shares(lo, hi int) {
+	for t := lo; t < hi; t++ {
+		for i := range j.parts {
+			pt := &j.parts[i]
+			grains := (pt.m.Rows + rowTile - 1) / rowTile
+			r0 := t * grains / j.nshares * rowTile
+			r1 := min((t+1)*grains/j.nshares*rowTile, pt.m.Rows)
+			if r0 < r1 {
+				j.partRows(pt, r0, r1)
+			}
 		}
 	}
 }
