@@ -9,13 +9,13 @@ import (
 	"shade/par"
 )
 
-// TestMatMulShared checks that MatMulShared gives, bit for bit, what MatMul
+// TestMatMulSharedAllKernels checks that MatMulShared gives, bit for bit, what MatMul
 // gives for each matrix on its own: on groups that share their activations
 // (three Q4_0 of different heights, as q, k and v; Q4_K beside Q6_K, as in a
 // Q4_K_M file) and on groups that must split (Q4_0 beside Q8_0, rows that are
 // not whole tiles), repacked and in the file's layout, for every kernel set
 // and batches of 1 to 17 rows, on 1 and 2 threads.
-func TestMatMulShared(t *testing.T) {
+func TestMatMulSharedAllKernels(t *testing.T) {
 	defer UseGeneric(false)
 	defer UseRepack(true)
 	rng := rand.New(rand.NewPCG(81, 82))
