@@ -29,4 +29,7 @@
 //
 //	m, err := quant.NewMatrix(quant.Q4_K, rows, cols, data) // data from the mmap'd file
 //	quant.MatMul(pool, m, x, n, y, &scratch)                // y[i*rows+r] = m row r · x row i
+//
+// MatMulShared does the products of several matrices with one input (a
+// layer's query, key and value) in one pass, with MatMul's bits.
 package quant
