@@ -154,7 +154,11 @@ func printBench(w io.Writer, r *bench.Report) {
 	}
 	fmt.Fprintln(w, "forward     batch   ms/pass     tok/s   cost vs batch 1   G MAC/s   of int8 peak")
 	for _, f := range r.Forward {
-		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %6.2f×          %7.1f   %s\n", f.Batch, f.MsPerPass, f.TokPerS, f.CostVsOne, f.GMACs, peak(f.PeakFrac))
+		cost := "      —" // no one-row pass in --batches to compare with
+		if f.CostVsOne > 0 {
+			cost = fmt.Sprintf("%6.2f×", f.CostVsOne)
+		}
+		fmt.Fprintf(w, "            %5d  %8.1f  %8.2f   %s          %7.1f   %s\n", f.Batch, f.MsPerPass, f.TokPerS, cost, f.GMACs, peak(f.PeakFrac))
 	}
 	if len(r.Prompt) > 0 {
 		fmt.Fprintln(w, "prompt      test      ubatch         s      tok/s   attention   G MAC/s   of int8 peak")
