@@ -33,7 +33,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	modelPath := fs.String("m", "", "model `file`; without it a Llama-3.2-1B-shape Q4_0 model with random weights is synthesized once into the cache")
 	threads := fs.Int("threads", 0, "worker threads (0: one per CPU)")
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
-	reps := fs.Int("reps", 3, "repetitions of each measurement (medians are reported; the memory bandwidth is probed before every decode repetition and after the last)")
+	reps := fs.Int("reps", 3, "repetitions of each measurement (medians are reported, and the best of the int8 peak's runs, at least five; the memory bandwidth is probed before every decode repetition and after the last)")
 	decode := fs.Int("decode-tokens", 8, "decode steps timed per repetition")
 	bwMiB := fs.Int("bw-mib", 1024, "size of the bandwidth probe's buffer in MiB")
 	prompt := fs.String("prompt", "512", "prompt lengths of the prompt-processing measurement, comma-separated (0: none): each prompt of random tokens runs from an empty cache in ubatches of --ubatch tokens, logits of its last token only, and its median tok/s and attention share are reported, as llama-bench -p N reports ppN")
