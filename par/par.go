@@ -65,7 +65,6 @@ type loop struct {
 	fn     func(lo, hi int)
 	n      int
 	grain  int
-	grains int // ceil(n / grain)
 	chunks int
 	next   atomic.Int64 // next chunk index to claim
 	// state counts the helpers that have not finished, with waitBit set
@@ -177,7 +176,7 @@ func (p *Pool) ForGrain(n, grain int, fn func(lo, hi int)) {
 	chunks := min(threads, grains)
 
 	l := &p.l
-	l.fn, l.n, l.grain, l.grains, l.chunks = fn, n, grain, grains, chunks
+	l.fn, l.n, l.grain, l.chunks = fn, n, grain, chunks
 	l.next.Store(0)
 	l.panicv.Store(nil)
 	helpers := p.workers[:chunks-1]
@@ -230,6 +229,14 @@ func (l *loop) finish() {
 	}
 }
 
+// Chunk returns chunk c of the split ForGrain makes of [0, n) into chunks
+// runs of whole grains, so that a loop over several ranges at once can cut
+// each the way ForGrain would cut it alone.
+func Chunk(c, chunks, n, grain int) (lo, hi int) {
+	grains := (n + grain - 1) / grain
+	return c * grains / chunks * grain, min((c+1)*grains/chunks*grain, n)
+}
+
 // run claims and runs chunks until none is left.
 func (l *loop) run() {
 	for {
@@ -237,9 +244,7 @@ func (l *loop) run() {
 		if c >= l.chunks {
 			return
 		}
-		lo := c * l.grains / l.chunks * l.grain
-		hi := min((c+1)*l.grains/l.chunks*l.grain, l.n)
-		l.fn(lo, hi)
+		l.fn(Chunk(c, l.chunks, l.n, l.grain))
 	}
 }
 

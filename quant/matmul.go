@@ -105,7 +105,6 @@ type Scratch struct {
 
 	job      matJob
 	parts    [maxShared]matPart
-	rowsFn   func(lo, hi int) // job.rows, bound once
 	sharesFn func(lo, hi int) // job.shares, bound once
 	inputFn  func(lo, hi int) // job.convert, bound once
 }
@@ -127,7 +126,7 @@ type matJob struct {
 	quant8  func(x []float32, dst []byte)
 	g       *gemmActs // the Q8_0 activations laid out for k.gemm, when it computes Q4_0 or Q8_0
 	parts   []matPart // the matrices
-	nshares int       // with several parts: how many shares each part's rows are cut into
+	nshares int       // how many shares each part's rows are cut into
 }
 
 // matPart is one matrix of a matJob.
@@ -210,16 +209,17 @@ func sharesActivations(a, b Matrix) bool {
 // sharesActivations) with the n rows of x.
 func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
 	m := parts[0].m
+	grains := 0 // the most row tiles of any part
 	for i := range parts {
 		pt := &parts[i]
+		grains = max(grains, (pt.m.Rows+rowTile-1)/rowTile)
 		if len(x) < n*pt.m.Cols || len(pt.y) < n*pt.m.Rows {
 			panic(fmt.Sprintf("quant: MatMul %dx%d %v by %d rows: x has %d values (want %d), y has %d (want %d)",
 				pt.m.Rows, pt.m.Cols, pt.m.Type, n, len(x), n*pt.m.Cols, len(pt.y), n*pt.m.Rows))
 		}
 		pt.rb, pt.act = pt.m.rowBytes(), activationFor(pt.m.Type)
 	}
-	if buf.rowsFn == nil {
-		buf.rowsFn = buf.job.rows
+	if buf.sharesFn == nil {
 		buf.sharesFn = buf.job.shares
 		buf.inputFn = buf.job.convert
 	}
@@ -259,15 +259,12 @@ func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
 	case F32:
 		j.xf = j.x
 	}
-	if len(parts) == 1 {
-		p.ForGrain(m.Rows, rowTile, buf.rowsFn)
-	} else {
-		// Each thread takes its share of every matrix, as it would in
-		// MatMuls one after another, rather than a run of the matrices
-		// laid end to end: that left the Q4_K decode 7-11% slower (Zen 5).
-		j.nshares = p.Threads()
-		p.For(j.nshares, buf.sharesFn)
-	}
+	// Each thread takes its share of every matrix, the rows ForGrain by
+	// rowTile would give it for that matrix alone (so one matrix is split
+	// as ForGrain splits it), rather than a run of the matrices laid end to
+	// end: that left the Q4_K decode 7-11% slower (Zen 5).
+	j.nshares = min(p.Threads(), grains)
+	p.For(j.nshares, buf.sharesFn)
 	for i := range parts {
 		runtime.KeepAlive(parts[i].m.pk) // panels may be memory the collector frees with m.pk
 		parts[i] = matPart{}             // drop references to the caller's buffers
@@ -307,20 +304,13 @@ func (j *matJob) convert(lo, hi int) {
 	}
 }
 
-// rows computes the outputs of rows [lo, hi) of the job's one matrix for
-// every activation row.
-func (j *matJob) rows(lo, hi int) { j.partRows(&j.parts[0], lo, hi) }
-
 // shares computes shares [lo, hi) of every matrix of the job: share t of a
-// matrix is the rows ForGrain by rowTile would give chunk t of j.nshares.
+// matrix is its rows in chunk t of j.nshares as ForGrain by rowTile cuts them.
 func (j *matJob) shares(lo, hi int) {
 	for t := lo; t < hi; t++ {
 		for i := range j.parts {
 			pt := &j.parts[i]
-			grains := (pt.m.Rows + rowTile - 1) / rowTile
-			r0 := t * grains / j.nshares * rowTile
-			r1 := min((t+1)*grains/j.nshares*rowTile, pt.m.Rows)
-			if r0 < r1 {
+			if r0, r1 := par.Chunk(t, j.nshares, pt.m.Rows, rowTile); r0 < r1 {
 				j.partRows(pt, r0, r1)
 			}
 		}
