@@ -77,7 +77,7 @@ var genericKernels = kernelSet{
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and
 // the per-architecture sets this CPU can run, worst to best ("avx2",
-// "avx512" on amd64; "asimd", "dotprod", "i8mm" on arm64). The best one is
+// "avxvnni", "avx512" on amd64; "asimd", "dotprod", "i8mm" on arm64). The best one is
 // in use unless UseKernels or the environment variable SHADE_KERNELS (read
 // once, at package init) names another.
 //

@@ -7,14 +7,14 @@
 // at start-up and tested against it.
 //
 // The block layouts are ggml's, byte for byte; where the CPU has kernels for
-// it (AVX2 or AVX-512 VNNI on amd64), Q4_0 and Q8_0 matrices are also
+// it (AVX2, AVX-VNNI or AVX-512 VNNI on amd64), Q4_0 and Q8_0 matrices are also
 // repacked into row panels (panel.go), computed with the same bits: every
 // Q4_0 and Q8_0 output is defined once, by gemmGo (gemm.go), whatever the
 // kernel, layout, batch size or thread split.
 //
 // Kernels come in named sets (dispatch.go): "generic" (the pure-Go
-// references) and those this CPU can run, worst to best ("avx2", "avx512"
-// on amd64). The best is used unless UseKernels or the environment variable
+// references) and those this CPU can run, worst to best ("avx2",
+// "avxvnni", "avx512" on amd64). The best is used unless UseKernels or the environment variable
 // SHADE_KERNELS names another; an invalid SHADE_KERNELS keeps the best and
 // is reported by KernelsEnvError. KernelSets lists them and Kernels names
 // the one in use. Matrix products follow

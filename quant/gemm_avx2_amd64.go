@@ -5,23 +5,49 @@ package quant
 import (
 	"fmt"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
-// The AVX2 gemm kernels (gemm_avx2_amd64.s, written by quant/_gen/gemmavx2):
-// gemmGo's bits on CPUs without AVX-512, from the same row panels as the
-// AVX-512 kernels, one half panel (8 rows) by up to avx2TileCols activation
-// rows a call.
+// The YMM gemm kernels (gemm_avx2_amd64.s and gemm_avxvnni_amd64.s, written
+// by quant/_gen/gemmavx2): gemmGo's bits on CPUs without AVX-512, from the
+// same row panels as the AVX-512 kernels, one half panel (8 rows) by up to
+// avx2TileCols activation rows a call. Two families share this code: avx2
+// (VPMADDUBSW chains, any AVX2 CPU) and avxvnni (VEX VPDPBUSD: Intel Alder
+// Lake and later, AMD Zen 4 and later).
 
-// avx2StreamKernels[t][s-1] adds s panels far apart by one activation row
-// into y, prefetching pf bytes ahead in each.
-var avx2StreamKernels = [2][4]func(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int){
-	{gemmQ4_0AVX2Streams1, gemmQ4_0AVX2Streams2, gemmQ4_0AVX2Streams3, gemmQ4_0AVX2Streams4},
-	{gemmQ8_0AVX2Streams1, gemmQ8_0AVX2Streams2, gemmQ8_0AVX2Streams3, gemmQ8_0AVX2Streams4},
+// ymmFamily names a family of YMM kernels.
+type ymmFamily int
+
+const (
+	famAVX2 ymmFamily = iota
+	famAVXVNNI
+)
+
+// haveAVXVNNI reports the VEX-encoded VPDPBUSD (the avxvnni kernels).
+var haveAVXVNNI = haveAVX2FMA && cpu.X86.HasAVXVNNI
+
+// half calls f's half-panel kernel for c activation rows (avx2Half and
+// avxvnniHalf are switches, so that no pointer argument escapes).
+func (f ymmFamily) half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int) {
+	if f == famAVXVNNI {
+		avxvnniHalf(ti, c, ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
+		return
+	}
+	avx2Half(ti, c, ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 }
 
-// avx2Streams is how many panels far apart the one-row kernels read at
-// once, and avx2Prefetch how many bytes ahead in each they prefetch
-// (BenchmarkPanelStreams; docs/kernels-avx2.md).
+// streams returns f's one-row kernel reading s panels at once.
+func (f ymmFamily) streams(ti, s int) func(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int) {
+	if f == famAVXVNNI {
+		return avxvnniStreamKernels[ti][s-1]
+	}
+	return avx2StreamKernels[ti][s-1]
+}
+
+// avx2Streams is how many panels far apart the one-row kernels (of both
+// families) read at once, and avx2Prefetch how many bytes ahead in each
+// they prefetch (BenchmarkPanelStreams; docs/kernels-avx2.md).
 var (
 	avx2Streams  = 4
 	avx2Prefetch = 1024
@@ -37,10 +63,10 @@ func typeIndex(t Type) int {
 
 // avx2Tile adds gemmGo's sums over blocks [b0, b0+nb) of one panel-layout
 // tile (its block 0 at p, blocks bs bytes apart) and activation rows
-// [i0, i0+c) into y[(i-i0)*ys + r], r < 16. The first kernel call
-// prefetches pf bytes ahead of each block (0: nothing); prefetches never
-// fault, so pf may point past the end of p.
-func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
+// [i0, i0+c) into y[(i-i0)*ys + r], r < 16, with f's kernels. The first
+// kernel call prefetches pf bytes ahead of each block (0: nothing);
+// prefetches never fault, so pf may point past the end of p.
+func avx2Tile(f ymmFamily, ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
 	_ = p[(nb-1)*bs+bs-1]
 	_ = y[(c-1)*ys+panelRows-1]
 	// As few calls as the widest kernel allows, of even widths (16 rows
@@ -50,18 +76,27 @@ func avx2Tile(ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []floa
 		cc := c/calls + b2i(j < c%calls)
 		e := b0*a.n + i0 + c0
 		for h := 0; h < 2; h++ {
-			avx2Half(ti, cc, &p[16*h], &p[32+32*h], bs, nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
+			f.half(ti, cc, &p[16*h], &p[32+32*h], bs, nb, &a.q[e*qk8_0], a.n*qk8_0, &a.side[2*e], a.n*8,
 				&y[c0*ys+8*h], ys*int(unsafe.Sizeof(float32(0))), pf)
 			pf = 0
 		}
 	}
 }
 
-// gemmPanelAVX2 is gemmGo for rows [lo, hi) (multiples of panelRows) of a
-// matrix repacked into panels, rows of rb bytes, and the c activation rows
-// of a. With one activation row the range is cut into avx2Streams parts
-// read together.
+// gemmPanelAVX2 and gemmPanelAVXVNNI are gemmGo for rows [lo, hi)
+// (multiples of panelRows) of a matrix repacked into panels, rows of rb
+// bytes, and the c activation rows of a.
 func gemmPanelAVX2(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int) {
+	gemmPanelYMM(famAVX2, t, panels, rb, lo, hi, a, c, y, ys)
+}
+
+func gemmPanelAVXVNNI(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int) {
+	gemmPanelYMM(famAVXVNNI, t, panels, rb, lo, hi, a, c, y, ys)
+}
+
+// gemmPanelYMM is gemmPanelAVX2 on f's kernels. With one activation row the
+// range is cut into avx2Streams parts read together.
+func gemmPanelYMM(f ymmFamily, t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int) {
 	if c <= 0 || a.nb == 0 || hi <= lo {
 		return
 	}
@@ -82,18 +117,27 @@ func gemmPanelAVX2(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y 
 	if c == 1 && a.n == 1 {
 		per := (hi - lo) / panelRows / avx2Streams * panelRows // rows of each stream
 		for r := lo; r < lo+per; r += panelRows {
-			avx2StreamKernels[ti][avx2Streams-1](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4, avx2Prefetch)
+			f.streams(ti, avx2Streams)(&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4, avx2Prefetch)
 		}
 		r0 = lo + avx2Streams*per
 	}
 	for ; r0 < hi; r0 += panelRows {
-		avx2Tile(ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys, panelRows*rb)
+		avx2Tile(f, ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys, panelRows*rb)
 	}
 }
 
-// gemmAVX2 is gemmGo on the file's layout (gemmChunked): whole tiles are
-// repacked in assembly (packAVX2), partial ones by packChunk.
+// gemmAVX2 and gemmAVXVNNI are gemmGo on the file's layout (gemmChunked):
+// whole tiles are repacked in assembly (packAVX2), partial ones by
+// packChunk.
 func gemmAVX2(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
+	gemmYMM(famAVX2, t, w, rb, r0, rows, a, i0, c, y, ys)
+}
+
+func gemmAVXVNNI(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
+	gemmYMM(famAVXVNNI, t, w, rb, r0, rows, a, i0, c, y, ys)
+}
+
+func gemmYMM(f ymmFamily, t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []float32, ys int) {
 	ti, bw := typeIndex(t), t.BlockBytes()
 	gemmChunked(t, w, rb, r0, rows, a, i0, c, y, ys,
 		func(tw []byte, b0, nb int, buf []byte) {
@@ -104,7 +148,7 @@ func gemmAVX2(t Type, w []byte, rb, r0, rows int, a *gemmActs, i0, c int, y []fl
 			}
 		},
 		func(buf []byte, b0, nb, i0, cc int, dst []float32, dys int) {
-			avx2Tile(ti, buf, panelRows*bw, b0, nb, a, i0, cc, dst, dys, 0)
+			avx2Tile(f, ti, buf, panelRows*bw, b0, nb, a, i0, cc, dst, dys, 0)
 		})
 }
 

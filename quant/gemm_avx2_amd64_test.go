@@ -131,13 +131,25 @@ func testActsMode(rng *rand.Rand, typ Type, n, nb, off int, mode string) *gemmAc
 
 // sameBits reports whether two outputs are the same float32 (any two NaNs
 // are the same).
+// ymmFamilies are the YMM kernel families this CPU runs, with their names.
+func ymmFamilies() map[string]ymmFamily {
+	fams := map[string]ymmFamily{}
+	if haveAVX2FMA {
+		fams["avx2"] = famAVX2
+	}
+	if haveAVXVNNI {
+		fams["avxvnni"] = famAVXVNNI
+	}
+	return fams
+}
+
 func sameBits(a, b float32) bool {
 	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
 }
 
-// TestAVX2PanelMatchesTwin holds gemmPanelAVX2 (every half-panel kernel
-// width, the remainders beside the one-row streams, every stream count)
-// bit for bit against gemmGo on the same weights in the file's layout, for
+// TestAVX2PanelMatchesTwin holds gemmPanelYMM of each family this CPU runs
+// (every half-panel kernel width, the remainders beside the one-row
+// streams, every stream count) bit for bit against gemmGo on the same weights in the file's layout, for
 // batches of 1 to 33 rows and a few larger, block counts around the
 // kernels' loops, misaligned activations and extreme values.
 func TestAVX2PanelMatchesTwin(t *testing.T) {
@@ -167,22 +179,24 @@ func TestAVX2PanelMatchesTwin(t *testing.T) {
 					avx2Streams, avx2Prefetch = 1+bi%4, []int{0, 512, 1024}[bi%3]
 					want := make([]float32, c*rows)
 					gemmGo(typ, m.Data, rb, 0, rows, a, 0, c, want, rows)
-					for _, span := range [][2]int{{0, rows}, {panelRows, rows}, {2 * panelRows, 3 * panelRows}} {
-						lo, hi := span[0], span[1]
-						got := make([]float32, c*rows)
-						for e := range got {
-							got[e] = 7 // outputs outside [lo, hi) must stay
-						}
-						gemmPanelAVX2(typ, panels, rb, lo, hi, a, c, got, rows)
-						for i := range c {
-							for r := range rows {
-								g, w := got[i*rows+r], want[i*rows+r]
-								if r < lo || r >= hi {
-									w = 7
-								}
-								if !sameBits(g, w) {
-									t.Fatalf("%v %s, %d blocks, %d activation rows, rows [%d, %d), %d streams: output (%d, %d) is %v (%#x), gemmGo %v (%#x)",
-										typ, mode, nb, c, lo, hi, avx2Streams, i, r, g, math.Float32bits(g), w, math.Float32bits(w))
+					for fname, fam := range ymmFamilies() {
+						for _, span := range [][2]int{{0, rows}, {panelRows, rows}, {2 * panelRows, 3 * panelRows}} {
+							lo, hi := span[0], span[1]
+							got := make([]float32, c*rows)
+							for e := range got {
+								got[e] = 7 // outputs outside [lo, hi) must stay
+							}
+							gemmPanelYMM(fam, typ, panels, rb, lo, hi, a, c, got, rows)
+							for i := range c {
+								for r := range rows {
+									g, w := got[i*rows+r], want[i*rows+r]
+									if r < lo || r >= hi {
+										w = 7
+									}
+									if !sameBits(g, w) {
+										t.Fatalf("%s: %v %s, %d blocks, %d activation rows, rows [%d, %d), %d streams: output (%d, %d) is %v (%#x), gemmGo %v (%#x)",
+											fname, typ, mode, nb, c, lo, hi, avx2Streams, i, r, g, math.Float32bits(g), w, math.Float32bits(w))
+									}
 								}
 							}
 						}
@@ -193,8 +207,8 @@ func TestAVX2PanelMatchesTwin(t *testing.T) {
 	}
 }
 
-// TestAVX2GemmMatchesTwin holds gemmAVX2 (the file's layout, repacked chunk
-// by chunk) bit for bit against gemmGo: tiles of 1 to 16 rows not starting
+// TestAVX2GemmMatchesTwin holds gemmYMM of each family this CPU runs (the
+// file's layout, repacked chunk by chunk) bit for bit against gemmGo: tiles of 1 to 16 rows not starting
 // at row 0, activation rows taken from inside a larger batch, block counts
 // across the chunk size, extreme values.
 func TestAVX2GemmMatchesTwin(t *testing.T) {
@@ -217,14 +231,16 @@ func TestAVX2GemmMatchesTwin(t *testing.T) {
 							continue
 						}
 						ys := tr + 3
-						got := make([]float32, c*ys)
 						want := make([]float32, c*ys)
-						gemmAVX2(typ, m.Data, rb, r0, tr, a, i0, c, got, ys)
 						gemmGo(typ, m.Data, rb, r0, tr, a, i0, c, want, ys)
-						for e := range got {
-							if !sameBits(got[e], want[e]) {
-								t.Fatalf("%v %s, %d blocks, rows [%d, %d), activation rows [%d, %d): output (%d, %d) is %v (%#x), gemmGo %v (%#x)",
-									typ, mode, nb, r0, r0+tr, i0, i0+c, e/ys, e%ys, got[e], math.Float32bits(got[e]), want[e], math.Float32bits(want[e]))
+						for fname, fam := range ymmFamilies() {
+							got := make([]float32, c*ys)
+							gemmYMM(fam, typ, m.Data, rb, r0, tr, a, i0, c, got, ys)
+							for e := range got {
+								if !sameBits(got[e], want[e]) {
+									t.Fatalf("%s: %v %s, %d blocks, rows [%d, %d), activation rows [%d, %d): output (%d, %d) is %v (%#x), gemmGo %v (%#x)",
+										fname, typ, mode, nb, r0, r0+tr, i0, i0+c, e/ys, e%ys, got[e], math.Float32bits(got[e]), want[e], math.Float32bits(want[e]))
+								}
 							}
 						}
 					}
@@ -251,12 +267,14 @@ func BenchmarkAVX2HalfKernels(b *testing.B) {
 		y := make([]float32, avx2TileCols*panelRows)
 		bs := panelRows * typ.BlockBytes()
 		for c := 1; c <= avx2TileCols; c++ {
-			b.Run(fmt.Sprintf("%v/c=%d", typ, c), func(b *testing.B) {
-				for b.Loop() {
-					avx2Half(ti, c, &panels[0], &panels[32], bs, nb, &a.q[0], a.n*32, &a.side[0], a.n*8, &y[0], panelRows*4, 0)
-				}
-				b.ReportMetric(float64(8*32*nb*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-			})
+			for fname, fam := range ymmFamilies() {
+				b.Run(fmt.Sprintf("%s/%v/c=%d", fname, typ, c), func(b *testing.B) {
+					for b.Loop() {
+						fam.half(ti, c, &panels[0], &panels[32], bs, nb, &a.q[0], a.n*32, &a.side[0], a.n*8, &y[0], panelRows*4, 0)
+					}
+					b.ReportMetric(float64(8*32*nb*c)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
 		}
 	}
 }

@@ -4,7 +4,8 @@
 
 package quant
 
-// avx2TileCols is the most activation rows an AVX2 half-panel kernel takes.
+// avx2TileCols is the most activation rows a half-panel kernel (AVX2 or
+// AVX-VNNI) takes.
 const avx2TileCols = 5
 
 //go:noescape
@@ -93,4 +94,11 @@ func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32
 	default:
 		panic("quant: no AVX2 kernel for this tile")
 	}
+}
+
+// avx2StreamKernels[t][s-1] adds s panels far apart by one activation row
+// into y, prefetching pf bytes ahead in each.
+var avx2StreamKernels = [2][4]func(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int){
+	{gemmQ4_0AVX2Streams1, gemmQ4_0AVX2Streams2, gemmQ4_0AVX2Streams3, gemmQ4_0AVX2Streams4},
+	{gemmQ8_0AVX2Streams1, gemmQ8_0AVX2Streams2, gemmQ8_0AVX2Streams3, gemmQ8_0AVX2Streams4},
 }

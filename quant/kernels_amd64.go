@@ -38,6 +38,17 @@ var avx2Kernels = func() kernelSet {
 // tile kernels that take two panels (16 rows, a ZMM register's int32 lanes)
 // at a time (gemmQ4KPanelsVNNI, q4k512_amd64.go; decode on panels stays on
 // the AVX2 kernel).
+// avxvnniKernels is avx2Kernels with the Q4_0 and Q8_0 products on VEX
+// VPDPBUSD (CPUs with AVX-VNNI but not AVX-512 VNNI: Intel Alder Lake and
+// later). The K-quant kernels stay avx2's.
+var avxvnniKernels = func() kernelSet {
+	s := avx2Kernels
+	s.name = "avxvnni"
+	s.gemm = gemmAVXVNNI
+	s.gemmPanel = gemmPanelAVXVNNI
+	return s
+}()
+
 var avx512Kernels = func() kernelSet {
 	s := avx2Kernels
 	s.name = "avx512"
@@ -53,6 +64,9 @@ func archKernels() []kernelSet {
 	var sets []kernelSet
 	if haveAVX2FMA {
 		sets = append(sets, avx2Kernels)
+	}
+	if haveAVXVNNI {
+		sets = append(sets, avxvnniKernels)
 	}
 	if haveAVX2FMA && haveVNNI {
 		sets = append(sets, avx512Kernels)

@@ -30,6 +30,9 @@ func TestArchKernelsInUse(t *testing.T) {
 	if haveAVX2FMA {
 		want = append(want, "avx2")
 	}
+	if haveAVXVNNI {
+		want = append(want, "avxvnni")
+	}
 	if haveAVX2FMA && haveVNNI {
 		want = append(want, "avx512")
 	}
