@@ -2,8 +2,11 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"shade/quant"
 )
 
 // int8Loop is a register-only loop of the int8 multiply-add instructions a
@@ -12,14 +15,15 @@ import (
 // accumulator lane grows by a known amount per iteration).
 type int8Loop struct {
 	name        string
+	kernels     string // the quant kernel set built on it
 	macsPerIter int64
 	sumPerIter  int32 // lane 0 of the folded accumulators, per iteration
 	run         func(iters int) int32
 }
 
-// int8Loops lists the loops this CPU can run, best first; the first is
-// the peak the report compares kernels with. Empty where the CPU (or a
-// noasm build) has none.
+// int8Loops lists the loops this CPU can run, best first. The report
+// compares kernels with the loop of the kernel set in use (int8LoopFor).
+// Empty where the CPU (or a noasm build) has none.
 var int8Loops []int8Loop
 
 // int8PeakMACs is the work of one thread in one repetition: about half a
@@ -38,8 +42,10 @@ type Int8Peak struct {
 	Instruction string  `json:"instruction"`
 }
 
-// MeasureInt8Peak runs the CPU's best int8 loop on threads goroutines at
-// once, reps times (at least minInt8Reps), and reports the best rate: a
+// MeasureInt8Peak runs the int8 loop of the kernel set in use
+// (quant.Kernels: avx2's VPMADDUBSW chain when SHADE_KERNELS=avx2 forces it
+// on a VNNI CPU, so that a batch is compared with the instructions its
+// kernels run) on threads goroutines at once, reps times (at least minInt8Reps), and reports the best rate: a
 // ceiling, which other work on the machine or a clock dip can only lower,
 // so the best of several is the steadier estimate (a median of two once read
 // 581 G/s against the ~810 around it and made a batch look 68% of the peak
@@ -49,7 +55,7 @@ func MeasureInt8Peak(threads, reps int) Int8Peak {
 	if len(int8Loops) == 0 {
 		return Int8Peak{Threads: threads, Instruction: noInt8Loop}
 	}
-	l := int8Loops[0]
+	l := int8LoopFor(quant.Kernels())
 	iters := int(int8PeakMACs / l.macsPerIter)
 	var rates []float64
 	for range max(reps, minInt8Reps) {
@@ -72,6 +78,18 @@ func MeasureInt8Peak(threads, reps int) Int8Peak {
 		rates = append(rates, float64(total)/time.Since(start).Seconds()/1e9)
 	}
 	return Int8Peak{GMACs: slices.Max(rates), Threads: threads, Instruction: l.name}
+}
+
+// int8LoopFor returns the loop of kernel set set ("avx2+panels" is avx2),
+// or the best loop when no loop belongs to the set (generic).
+func int8LoopFor(set string) int8Loop {
+	set = strings.TrimSuffix(set, "+panels")
+	for _, l := range int8Loops {
+		if l.kernels == set {
+			return l
+		}
+	}
+	return int8Loops[0]
 }
 
 // minInt8Reps is the fewest repetitions MeasureInt8Peak takes its best of;

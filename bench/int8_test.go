@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"shade/quant"
 )
 
 // TestInt8Loops runs every int8 loop this CPU has and checks its checksum:
@@ -30,17 +32,30 @@ func TestInt8PeakNone(t *testing.T) {
 	}
 }
 
-// TestInt8PeakUsesBestLoop checks the measurement runs the first loop and
-// reports a rate for it.
-func TestInt8PeakUsesBestLoop(t *testing.T) {
+// TestInt8PeakUsesKernelsLoop checks the measurement runs the loop of the
+// kernel set in use, for every set this CPU runs (the best loop for sets
+// with none of their own, such as generic), and reports a rate for it.
+func TestInt8PeakUsesKernelsLoop(t *testing.T) {
 	if len(int8Loops) == 0 {
 		t.Skip("no int8 loop for this CPU or build")
 	}
 	saved := int8PeakMACs
 	defer func() { int8PeakMACs = saved }()
+	defer quant.UseGeneric(false)
 	int8PeakMACs = 10_000_000
-	p := MeasureInt8Peak(2, 1)
-	if p.Instruction != int8Loops[0].name || !(p.GMACs > 0) || p.Threads != 2 {
-		t.Errorf("got %+v, want a rate of %s on 2 threads", p, int8Loops[0].name)
+	for _, set := range quant.KernelSets() {
+		if err := quant.UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		want := int8Loops[0].name
+		for _, l := range int8Loops {
+			if l.kernels == set {
+				want = l.name
+			}
+		}
+		p := MeasureInt8Peak(2, 1)
+		if p.Instruction != want || !(p.GMACs > 0) || p.Threads != 2 {
+			t.Errorf("%s: got %+v, want a rate of %s on 2 threads", set, p, want)
+		}
 	}
 }
