@@ -92,9 +92,9 @@ type State struct {
 
 	// The layer in flight and its per-row steps, bound once so that handing
 	// them to the pool allocates nothing.
-	layerL                                 int
-	layerW                                 *Layer
-	attnNormFn, qkvFn, ffnNormFn, swigluFn func(lo, hi int)
+	layerL                                             int
+	layerW                                             *Layer
+	attnNormFn, qkvFn, ffnNormFn, swigluFn, residualFn func(lo, hi int)
 
 	// LayerTimes[i] is how long layer i computed in the last pass, and
 	// LayerWaits[i] how long the pass spent in the layer source getting
@@ -123,7 +123,7 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	s := &State{m: m, cfg: c, Cache: cache, LayerTimes: make([]time.Duration, c.Layers),
 		LayerWaits: make([]time.Duration, c.Layers), clock: time.Now}
 	s.attnFn = s.attendRange
-	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu
+	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn, s.residualFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu, s.residualRows
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
 	for w := range s.scratchF {
 		s.scratchF[w] = make([]float32, 3*c.HeadDim+2+2*attnChunk)

@@ -12,7 +12,7 @@ import (
 // x += Down·(silu(Gate·norm(x)) ⊙ Up·norm(x)).
 func (s *State) layer(l int, w *Layer) {
 	c := s.cfg
-	n, dim := s.n, c.Dim
+	n := s.n
 	pool := s.m.Pool
 	s.layerL, s.layerW = l, w
 
@@ -26,9 +26,7 @@ func (s *State) layer(l int, w *Layer) {
 	s.attention(l)
 	s.AttnTime += time.Since(t0)
 	quant.MatMul(pool, w.Wo, s.att, n, s.proj, &s.scratch)
-	addTo(s.x[:n*dim], s.proj[:n*dim])
-
-	s.perRow(n, s.ffnNormFn)
+	s.perRow(n, s.ffnNormFn) // x += proj, then the FFN norm
 	s.sharedW = [3]quant.Matrix{w.Gate, w.Up}
 	s.sharedY = [3][]float32{s.hb, s.hb2}
 	quant.MatMulShared(pool, s.sharedW[:2], s.xb, n, s.sharedY[:2], &s.scratch)
@@ -39,7 +37,7 @@ func (s *State) layer(l int, w *Layer) {
 		pool.ForGrain(n*c.FFN, 1024, s.swigluFn)
 	}
 	quant.MatMul(pool, w.Down, s.hb, n, s.proj, &s.scratch)
-	addTo(s.x[:n*dim], s.proj[:n*dim])
+	s.perRow(n, s.residualFn)
 	s.layerW = nil
 }
 
@@ -56,10 +54,23 @@ func (s *State) perRow(n int, fn func(lo, hi int)) {
 	s.m.Pool.For(n, fn)
 }
 
-// attnNormRows and ffnNormRows write rms-normed rows [lo, hi) of the
-// residual stream to s.xb, with the layer's attention or FFN norm.
+// attnNormRows writes rms-normed rows [lo, hi) of the residual stream to
+// s.xb, with the layer's attention norm; ffnNormRows first adds the
+// attention's output rows (s.proj) into the residual stream, then does the
+// same with the FFN norm.
 func (s *State) attnNormRows(lo, hi int) { s.normRows(lo, hi, s.layerW.AttnNorm) }
-func (s *State) ffnNormRows(lo, hi int)  { s.normRows(lo, hi, s.layerW.FFNNorm) }
+func (s *State) ffnNormRows(lo, hi int) {
+	s.residualRows(lo, hi)
+	s.normRows(lo, hi, s.layerW.FFNNorm)
+}
+
+// residualRows adds rows [lo, hi) of the last projection (s.proj) into the
+// residual stream: spread over the pool with the other per-row work rather
+// than left to one thread while the others wait.
+func (s *State) residualRows(lo, hi int) {
+	dim := s.cfg.Dim
+	addTo(s.x[lo*dim:hi*dim], s.proj[lo*dim:hi*dim])
+}
 
 func (s *State) normRows(lo, hi int, weight []float32) {
 	dim := s.cfg.Dim
@@ -298,10 +309,22 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 
 // rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).
 func rmsNorm(dst, x, weight []float32, eps float32) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
+	// Four partial sums: one float64 sum is a chain of dependent adds, four
+	// let the adds overlap (a fifth of a batch pass's per-row work went to
+	// waiting on them). Each square is exact in float64.
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s0 += float64(v[0]) * float64(v[0])
+		s1 += float64(v[1]) * float64(v[1])
+		s2 += float64(v[2]) * float64(v[2])
+		s3 += float64(v[3]) * float64(v[3])
 	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * float64(x[i])
+	}
+	ss := (s0 + s1) + (s2 + s3)
 	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
 	for i, v := range x {
 		dst[i] = v * scale * weight[i]
