@@ -24,6 +24,9 @@ type kernelSet struct {
 	// Activation quantizers.
 	quantizeQ8_0 func(x []float32, dst []byte)
 	quantizeQ8_K func(x []float32, dst []byte)
+	// putActs lays out one Q8_0 activation row for the gemm kernels
+	// (gemmActs.put).
+	putActs func(g *gemmActs, t Type, i int, src []byte)
 
 	// gemm, when set, computes MatMul on Q4_0 and Q8_0 weights for every n
 	// (gemmGo in gemm.go defines its results); nil in the generic set.
@@ -67,6 +70,7 @@ var genericKernels = kernelSet{
 	dotF32:       dotF32FloatsGo,
 	quantizeQ8_0: quantizeQ8_0,
 	quantizeQ8_K: quantizeQ8_K,
+	putActs:      (*gemmActs).putGo,
 	madF16:       madF16Go,
 	scaleF16:     scaleF16Go,
 	toF16:        toF16Go,

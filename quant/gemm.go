@@ -47,11 +47,15 @@ func gemmCorrection(t Type) int32 {
 }
 
 // put stores activation row i, given as Q8_0 blocks in src, for weights of
-// type t. It runs once per row and block of every batched product, so it
-// moves and sums the 32 quants eight at a time: the bytes biased by 128
-// (x^0x80 = x+128, unsigned) are added in 16-bit lanes (at most 4·2·255)
-// and the four lanes folded by a multiply (at most 32·255 < 2^16).
-func (g *gemmActs) put(t Type, i int, src []byte) {
+// type t, with the kernel set's putActs.
+func (g *gemmActs) put(t Type, i int, src []byte) { k.putActs(g, t, i, src) }
+
+// putGo is put's Go twin. It runs once per row and block of every batched
+// product, so it moves and sums the 32 quants eight at a time: the bytes
+// biased by 128 (x^0x80 = x+128, unsigned) are added in 16-bit lanes (at
+// most 4·2·255) and the four lanes folded by a multiply (at most
+// 32·255 < 2^16).
+func (g *gemmActs) putGo(t Type, i int, src []byte) {
 	off := gemmCorrection(t)
 	const bias, lo8, ones16 = 0x8080808080808080, 0x00ff00ff00ff00ff, 0x0001000100010001
 	for b := 0; b < g.nb; b++ {

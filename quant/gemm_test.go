@@ -299,12 +299,23 @@ func BenchmarkMatMulPanels(b *testing.B) {
 	}
 }
 
-// TestGemmActsPut checks put's eight-at-a-time sums against a byte-by-byte
-// reference, on blocks of random quants and on the extremes (-128 and 127
-// everywhere, where the 16-bit lanes are fullest).
+// TestGemmActsPut checks put (every kernel set's) against a byte-by-byte
+// reference, on blocks of random quants and scales (Inf, NaN with their
+// payloads and subnormals among them) and on the extremes (-128 and 127
+// everywhere, where the 16-bit lanes of the Go twin are fullest).
 func TestGemmActsPut(t *testing.T) {
+	defer UseGeneric(false)
+	for _, set := range KernelSets() {
+		if err := UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(set, testGemmActsPut)
+	}
+}
+
+func testGemmActsPut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
-	const nb, n = 9, 3
+	const nb, n = 300, 3
 	for _, typ := range []Type{Q4_0, Q8_0} {
 		for fill := range 3 {
 			src := make([]byte, nb*q8_0Bytes)

@@ -26,6 +26,7 @@ var avx2Kernels = func() kernelSet {
 	s.dotF16 = dotF16_amd64
 	s.dotBF16 = dotBF16_amd64
 	s.quantizeQ8_0 = quantizeQ8_0_amd64
+	s.putActs = putActs_amd64
 	s.gemm = gemmAVX2
 	s.gemmPanel = gemmPanelAVX2
 	return s
