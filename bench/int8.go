@@ -45,12 +45,12 @@ type Int8Peak struct {
 // MeasureInt8Peak runs the int8 loop of the kernel set in use
 // (quant.Kernels: avx2's VPMADDUBSW chain when SHADE_KERNELS=avx2 forces it
 // on a VNNI CPU, so that a batch is compared with the instructions its
-// kernels run) on threads goroutines at once, reps times (at least minInt8Reps), and reports the best rate: a
-// ceiling, which other work on the machine or a clock dip can only lower,
-// so the best of several is the steadier estimate (a median of two once read
-// 581 G/s against the ~810 around it and made a batch look 68% of the peak
-// instead of 46%). Where there is no loop it says so in Instruction and
-// reports no rate.
+// kernels run) on threads goroutines at once, reps times (at least
+// minInt8Reps), and reports the best rate: a ceiling, which other work on
+// the machine or a clock dip can only lower, so the best of several is the
+// steadier estimate (a median of two once read 581 G/s against the ~810
+// around it and made a batch look 68% of the peak instead of 46%). Where
+// there is no loop it says so in Instruction and reports no rate.
 func MeasureInt8Peak(threads, reps int) Int8Peak {
 	if len(int8Loops) == 0 {
 		return Int8Peak{Threads: threads, Instruction: noInt8Loop}

@@ -309,9 +309,9 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 
 // rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).
 func rmsNorm(dst, x, weight []float32, eps float32) {
-	// Four partial sums: one float64 sum is a chain of dependent adds, four
-	// let the adds overlap (a fifth of a batch pass's per-row work went to
-	// waiting on them). Each square is exact in float64.
+	// Four partial sums: one float64 sum is a chain of dependent adds that
+	// each wait for the last; four let them overlap. Each square is exact
+	// in float64.
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
