@@ -18,7 +18,7 @@ type Options struct {
 	Batches       []int // batch sizes of the batched-forward measurement
 	DecodeTokens  int   // decode steps timed per repetition
 	Reps          int   // repetitions of each measurement; medians are reported
-	Prefix        int   // tokens in the cache before each measurement
+	Prefix        int   // tokens in the cache before each decode and batch measurement (llama-bench's -d); ≤ 0: 32
 	BandwidthSize int64 // bytes of the bandwidth probe's buffer
 	SkipBandwidth bool
 	// Prompts are the prompt lengths of the prompt-processing measurement
@@ -66,19 +66,24 @@ type PromptResult struct {
 
 // Report is everything one run of Run measured.
 type Report struct {
-	Model         string          `json:"model"`
-	Arch          string          `json:"arch"`
-	CPU           CPUInfo         `json:"cpu"`
-	Threads       int             `json:"threads"`
-	Kernels       string          `json:"kernels"`
-	WeightBytes   int64           `json:"weight_bytes"`
-	BytesPerToken int64           `json:"decode_bytes_per_token"`
-	Bandwidth     BandwidthResult `json:"bandwidth"`
-	Int8Peak      Int8Peak        `json:"int8_peak"`
-	DecodeTokPerS float64         `json:"decode_tok_per_s"`
-	DecodeGBps    float64         `json:"decode_gb_per_s"`
-	RooflineTokS  float64         `json:"roofline_tok_per_s"`
-	RooflineFrac  float64         `json:"roofline_fraction"`
+	Model       string  `json:"model"`
+	Arch        string  `json:"arch"`
+	CPU         CPUInfo `json:"cpu"`
+	Threads     int     `json:"threads"`
+	Kernels     string  `json:"kernels"`
+	WeightBytes int64   `json:"weight_bytes"`
+	// Depth is the tokens in the cache before each decode and batch
+	// measurement; BytesPerToken what a decode step reads there: the
+	// weights it computes with and KVBytesPerToken of keys and values.
+	Depth           int             `json:"depth"`
+	BytesPerToken   int64           `json:"decode_bytes_per_token"`
+	KVBytesPerToken int64           `json:"decode_kv_bytes_per_token"`
+	Bandwidth       BandwidthResult `json:"bandwidth"`
+	Int8Peak        Int8Peak        `json:"int8_peak"`
+	DecodeTokPerS   float64         `json:"decode_tok_per_s"`
+	DecodeGBps      float64         `json:"decode_gb_per_s"`
+	RooflineTokS    float64         `json:"roofline_tok_per_s"`
+	RooflineFrac    float64         `json:"roofline_fraction"`
 	// Probes are the bandwidth probes that bracket the decode repetitions
 	// (one before each and one after the last, in GB/s); Bandwidth is the
 	// median one.
@@ -128,8 +133,11 @@ func (o *Options) defaults() {
 func Run(m *model.Model, o Options) (Report, error) {
 	o.defaults()
 	c := m.Config
+	// Decode reads the cache's keys and values (F16) of every layer for the
+	// context, about Prefix tokens plus half the timed steps.
+	kvBytes := int64(c.Layers) * 2 * int64(c.KVDim()) * 2 * int64(o.Prefix+o.DecodeTokens/2)
 	r := Report{Model: c.Name, Arch: c.Arch, CPU: DetectCPU(), Threads: m.Pool.Threads(), Kernels: quant.Kernels(),
-		WeightBytes: m.WeightBytes(), BytesPerToken: m.DecodeBytes()}
+		WeightBytes: m.WeightBytes(), Depth: o.Prefix, BytesPerToken: m.DecodeBytes() + kvBytes, KVBytesPerToken: kvBytes}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
 			o.Progress(fmt.Sprintf(format, args...))
@@ -147,6 +155,9 @@ func Run(m *model.Model, o Options) (Report, error) {
 		maxBatch = max(maxBatch, b)
 	}
 	ctx := o.Prefix + max(maxBatch, o.DecodeTokens) + 1
+	if ctx > c.ContextLen {
+		return r, fmt.Errorf("bench: a depth of %d tokens and %d more after it exceed the model's context of %d", o.Prefix, ctx-o.Prefix, c.ContextLen)
+	}
 	for _, p := range o.Prompts {
 		if p < 1 {
 			return r, fmt.Errorf("bench: prompt length %d", p)
@@ -171,10 +182,16 @@ func Run(m *model.Model, o Options) (Report, error) {
 		if err := s.Truncate(0); err != nil {
 			return err
 		}
-		if err := s.Forward(model.Chain(prefix)); err != nil {
-			return err
+		say("depth: %d tokens into the cache", len(prefix))
+		for lo := 0; lo < len(prefix); lo += o.UBatch {
+			if err := s.Forward(model.Chain(prefix[lo:min(lo+o.UBatch, len(prefix))])); err != nil {
+				return err
+			}
+			if err := s.CommitAll(); err != nil {
+				return err
+			}
 		}
-		return s.CommitAll()
+		return nil
 	}
 	if err := fill(); err != nil {
 		return r, err

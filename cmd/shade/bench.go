@@ -35,6 +35,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batches := fs.String("batches", "1,2,4,8,16,32,64", "batch sizes of the batched-forward measurement")
 	reps := fs.Int("reps", 3, "repetitions of each measurement (medians are reported, and the best of the int8 peak's runs, at least five; the memory bandwidth is probed before every decode repetition and after the last)")
 	decode := fs.Int("decode-tokens", 8, "decode steps timed per repetition")
+	depth := fs.Int("depth", 32, "tokens of random text in the cache before each decode and batch measurement, as llama-bench -d N (decode then also reads their keys and values, which the roofline counts)")
 	bwMiB := fs.Int("bw-mib", 1024, "size of the bandwidth probe's buffer in MiB")
 	prompt := fs.String("prompt", "512", "prompt lengths of the prompt-processing measurement, comma-separated (0: none): each prompt of random tokens runs from an empty cache in ubatches of --ubatch tokens, logits of its last token only, and its median tok/s and attention share are reported, as llama-bench -p N reports ppN")
 	long := fs.Bool("long", false, "also measure a 2048-token prompt (pp2048)")
@@ -84,6 +85,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *decode < 1 || *decode > 1<<16 {
 		return fmt.Errorf("--decode-tokens: %d is not in [1, 65536]", *decode)
 	}
+	if *depth < 1 || *depth > 1<<20 {
+		return fmt.Errorf("--depth: %d is not in [1, 1048576]", *depth)
+	}
 	if *bwMiB < 1 || *bwMiB > 1<<16 {
 		return fmt.Errorf("--bw-mib: %d is not in [1, 65536]", *bwMiB)
 	}
@@ -103,7 +107,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer e.Close()
 	rep, err := bench.Run(e.Model, bench.Options{
-		Batches: sizes, Reps: *reps, DecodeTokens: *decode, BandwidthSize: int64(*bwMiB) << 20, Stream: e.Stream,
+		Batches: sizes, Reps: *reps, DecodeTokens: *decode, Prefix: *depth, BandwidthSize: int64(*bwMiB) << 20, Stream: e.Stream,
 		Prompts: prompts, UBatch: *ubatch,
 		Progress: func(what string) { fmt.Fprintf(stderr, "bench: %s\n", what) },
 	})
@@ -123,8 +127,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func printBench(w io.Writer, r *bench.Report) {
 	fmt.Fprintf(w, "cpu         %s (%s: %s)\n", r.CPU.Model, r.CPU.Arch, orDash(nonEmpty(strings.Join(r.CPU.Features, " "))))
 	fmt.Fprintf(w, "model       %s (%s), %d threads, %s kernels\n", r.Model, r.Arch, r.Threads, r.Kernels)
-	fmt.Fprintf(w, "weights     %s in all, %s read per decoded token", human(uint64(r.WeightBytes)), human(uint64(r.BytesPerToken)))
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "weights     %s in all, %s read per decoded token at a depth of %d tokens (%s of it keys and values)\n",
+		human(uint64(r.WeightBytes)), human(uint64(r.BytesPerToken)), r.Depth, human(uint64(r.KVBytesPerToken)))
 	if l := panelLine(r.Panels); l != "" {
 		fmt.Fprintf(w, "panels      %s\n", l)
 	}
@@ -138,7 +142,7 @@ func printBench(w io.Writer, r *bench.Report) {
 		fmt.Fprintf(w, "            the median of %d probes, one before each decode repetition and one after the last: %.1f–%.1f GB/s\n",
 			len(r.Probes), slices.Min(r.Probes), slices.Max(r.Probes))
 	}
-	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights = %.0f%% of the %.1f tok/s roofline (median of each repetition against the probes around it)\n",
+	fmt.Fprintf(w, "decode      %.2f tok/s, %.1f GB/s of weights and cache = %.0f%% of the %.1f tok/s roofline (median of each repetition against the probes around it)\n",
 		r.DecodeTokPerS, r.DecodeGBps, 100*r.RooflineFrac, r.RooflineTokS)
 	p := r.Int8Peak
 	if p.GMACs > 0 {

@@ -65,6 +65,8 @@ func TestHostileInput(t *testing.T) {
 		{[]string{"bench", "-m", model, "--reps", "100000000"}, 1, "--reps"},
 		{[]string{"bench", "-m", model, "--decode-tokens", "-1"}, 1, "--decode-tokens"},
 		{[]string{"bench", "-m", model, "--bw-mib", "100000000"}, 1, "--bw-mib"},
+		{[]string{"bench", "-m", model, "--depth", "0"}, 1, "--depth"},
+		{[]string{"bench", "-m", model, "--depth", "-3"}, 1, "--depth"},
 		{[]string{"run", "-m", model, "--draft", fifo, "-p", "x"}, 1, "a FIFO"},
 		{[]string{"inspect", "/dev/null"}, 1, "character device"},
 		// values out of range (15)

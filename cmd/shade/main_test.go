@@ -217,6 +217,39 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
+// TestBenchDepth checks --depth: the cache is filled in ubatches before
+// decode and the batches, the report says how deep, and decode's bytes per
+// token count the keys and values of that context (5 layers × K and V × 4
+// heads × 8 dims × 2 bytes a token on stories260K, for the depth plus half
+// the timed steps); a depth past the model's context is refused.
+func TestBenchDepth(t *testing.T) {
+	model := sharedFile(t, "conformance/stories260K.gguf")
+	code, out, errOut := shade(t, "bench", "-m", model, "--depth", "700", "--ubatch", "256", "--batches", "1,4", "--reps", "1",
+		"--decode-tokens", "2", "--bw-mib", "16", "--prompt", "0", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Depth           int     `json:"depth"`
+		BytesPerToken   int64   `json:"decode_bytes_per_token"`
+		KVBytesPerToken int64   `json:"decode_kv_bytes_per_token"`
+		DecodeTokPerS   float64 `json:"decode_tok_per_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(5 * 2 * 4 * 8 * 2 * (700 + 1)); r.Depth != 700 || r.KVBytesPerToken != want || r.BytesPerToken <= want || r.DecodeTokPerS <= 0 {
+		t.Errorf("report %+v, want depth 700 and %d bytes of keys and values a token", r, want)
+	}
+	if !strings.Contains(errOut, "depth: 700 tokens") {
+		t.Errorf("no depth progress on stderr: %q", errOut)
+	}
+	code, _, errOut = shade(t, "bench", "-m", model, "--depth", "2040", "--batches", "1,16", "--reps", "1", "--bw-mib", "16", "--prompt", "0")
+	if code != 1 || !strings.Contains(errOut, "context of 2048") {
+		t.Errorf("depth past the context: exit %d, %q", code, errOut)
+	}
+}
+
 func TestRunSpeculative(t *testing.T) {
 	model := sharedFile(t, "conformance/stories260K.gguf")
 	draft := sharedFile(t, "conformance/stories260K-f16.gguf")
