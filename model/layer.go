@@ -135,26 +135,29 @@ func (s *State) rope(row int, vec []float32, heads int) {
 	}
 }
 
-// attnBlock is how many query rows of a chain share one pass over the
-// keys and values: each K and V row loaded is used for that many queries
-// while it is in L1, and a head's work splits into tasks that balance over
-// the pool. Each query's own arithmetic does not depend on it.
+// attnBlock is about how many queries share one pass over the keys and
+// values: each K and V row loaded is used for that many queries (the query
+// heads of one KV head, times a block of a chain's rows) while it is in L1,
+// and the work splits into tasks that balance over the pool. Each query's
+// own arithmetic does not depend on it.
 const attnBlock = 16
 
 // attention computes softmax(q·Kᵀ/√d)·V for every (row, head) of the batch
 // into s.att. Row i sees the committed cache and the batch rows visible to
-// it. The work is split into (head, block of query rows) tasks, handed out
-// to the pool's workers largest first.
+// it. The work is split into (KV head, block of query rows) tasks, handed
+// out to the pool's workers largest first; a task computes every query
+// head that reads its KV head.
 func (s *State) attention(l int) {
 	c := s.cfg
+	group := c.Heads / c.KVHeads
 	s.attnLayer = l
 	s.attnQB = 1
 	if s.chain {
-		s.attnQB = min(attnBlock, s.n)
+		s.attnQB = min(max(1, attnBlock/group), s.n)
 	}
 	s.attnBlocks = (s.n + s.attnQB - 1) / s.attnQB
 	s.attnNext.Store(0)
-	need := s.attnQB*(2*c.HeadDim+2+attnChunk) + 2*attnChunk + c.HeadDim
+	need := s.attnQB*group*(2*c.HeadDim+2+attnChunk) + 2*attnChunk + c.HeadDim
 	for w := range s.scratchF {
 		if len(s.scratchF[w]) < need {
 			s.scratchF[w] = make([]float32, need)
@@ -164,20 +167,20 @@ func (s *State) attention(l int) {
 }
 
 // attendRange runs tasks for workers [lo, hi) until none are left. Task t
-// is head t%heads of query block blocks-1-t/heads: the blocks that see the
-// most slots go first, so the last tasks to finish are short ones.
+// is KV head t%kvHeads of query block blocks-1-t/kvHeads: the blocks that
+// see the most slots go first, so the last tasks to finish are short ones.
 func (s *State) attendRange(lo, hi int) {
-	heads := s.cfg.Heads
-	tasks := int64(s.attnBlocks * heads)
+	kvHeads := s.cfg.KVHeads
+	tasks := int64(s.attnBlocks * kvHeads)
 	for w := lo; w < hi; w++ {
 		for {
 			t := int(s.attnNext.Add(1) - 1)
 			if t >= int(tasks) {
 				break
 			}
-			b := s.attnBlocks - 1 - t/heads
+			b := s.attnBlocks - 1 - t/kvHeads
 			r0 := b * s.attnQB
-			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%heads, s.scratchF[w])
+			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%kvHeads, s.scratchF[w])
 		}
 	}
 }
@@ -188,8 +191,11 @@ func (s *State) attendRange(lo, hi int) {
 // a block go over them.
 const attnChunk = 64
 
-// attendBlock runs head h of query rows [r0, r1) of the pass (more than
-// one only for a chain). It is ggml's CPU flash attention over an F16
+// attendBlock runs the query heads of KV head kvh (grouped-query attention:
+// heads kvh·g … kvh·g+g-1) for query rows [r0, r1) of the pass (more than
+// one row only for a chain): query i is row r0 + i/g, head kvh·g + i%g, so
+// each key row is widened once for them all and each chunk's values are
+// in cache for every head that reads them. It is ggml's CPU flash attention over an F16
 // cache, step for step for each query, so that results round as
 // llama.cpp's do: the query is rounded to F16, each score is an F16·F16
 // dot product summed in the order of ggml_vec_dot_f16's AVX2 path, the
@@ -201,11 +207,11 @@ const attnChunk = 64
 // Each query's steps are the same, in the same order, whatever block and
 // chunk they fall in, which keeps every row's result independent of the
 // batch around it.
-func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
+func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	c := s.cfg
 	hd, qd, kvd := c.HeadDim, c.QDim(), c.KVDim()
-	nq := r1 - r0
-	kvh := h / (c.Heads / c.KVHeads)
+	g := c.Heads / c.KVHeads
+	nq := (r1 - r0) * g
 	qs, scratch := scratch[:nq*hd], scratch[nq*hd:]
 	accs, scratch := scratch[:nq*hd], scratch[nq*hd:]
 	maxs, scratch := scratch[:nq], scratch[nq:]
@@ -214,7 +220,8 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	weights, exps, kbuf := scratch[:attnChunk], scratch[attnChunk:2*attnChunk], scratch[2*attnChunk:2*attnChunk+hd]
 	for i := range nq {
 		qh := qs[i*hd : (i+1)*hd]
-		copy(qh, s.q[(r0+i)*qd+h*hd:(r0+i)*qd+(h+1)*hd])
+		r, h := r0+i/g, kvh*g+i%g
+		copy(qh, s.q[r*qd+h*hd:r*qd+(h+1)*hd])
 		quant.RoundF16(qh)
 		maxs[i], sums[i] = float32(math.Inf(-1)), 0
 	}
@@ -274,17 +281,17 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 	for c0 := 0; c0 < last; c0 += attnChunk {
 		c1 := min(c0+attnChunk, last)
 		// Queries that see none of the chunk need no scores: in a chain
-		// they are the first ones of the block.
+		// they are the first rows of the block.
 		i0 := 0
 		if s.chain {
-			i0 = max(0, c0-s.base-r0)
+			i0 = max(0, c0-s.base-r0) * g
 		}
 		quant.ScoresF16(scores[i0*attnChunk:], attnChunk, qs[i0*hd:], hd, keys[c0*kvd+kvh*hd:], kvd, c1-c0, kbuf)
 		for i := i0; i < nq; i++ {
-			// Query i sees slots below base+r0+i+1 (all of [0, base) in a tree).
+			// Query i sees slots below base+r0+i/g+1 (all of [0, base) in a tree).
 			end := c1
 			if s.chain {
-				end = min(c1, s.base+r0+i+1)
+				end = min(c1, s.base+r0+i/g+1)
 			}
 			run(i, c0, end-c0, scores[i*attnChunk:], vals)
 		}
@@ -294,11 +301,14 @@ func (s *State) attendBlock(l, r0, r1, h int, scratch []float32) {
 		for _, j := range s.visible(s.treeRow(r0)) {
 			slot := s.base + int(j)
 			quant.ScoresF16(scores, attnChunk, qs, hd, keys[slot*kvd+kvh*hd:], kvd, 1, kbuf)
-			run(0, slot, 1, scores, vals)
+			for i := range nq {
+				run(i, slot, 1, scores[i*attnChunk:], vals)
+			}
 		}
 	}
 	for i := range nq {
-		out := s.att[(r0+i)*qd+h*hd : (r0+i)*qd+(h+1)*hd]
+		r, h := r0+i/g, kvh*g+i%g
+		out := s.att[r*qd+h*hd : r*qd+(h+1)*hd]
 		acc := accs[i*hd : (i+1)*hd]
 		inv := 1 / sums[i]
 		for k := range out {
