@@ -18,6 +18,9 @@ func roundF16AVX2(x *float32, n int)
 func scoresF16AVX2(out *float32, ldo int, q *float32, nq int, k *uint16, stride, count, hd int, kbuf *float32)
 
 //go:noescape
+func scores4F16AVX2(out *float32, q *float32, k *uint16, stride, groups, nb int)
+
+//go:noescape
 func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
 
 var _ = haveAVX2FMA && func() bool {
@@ -74,7 +77,18 @@ func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16,
 		return false
 	}
 	_ = kbuf[hd-1]
-	scoresF16AVX2(&out[0], 4*ldo, &q[0], len(q)/hd, &keys[0], 2*stride, count, hd, &kbuf[0])
+	j0 := 0
+	if hd%32 == 0 && count >= 4 {
+		// Whole groups of four rows, one query at a time; the rest of
+		// the rows below.
+		j0 = count &^ 3
+		for i := range len(q) / hd {
+			scores4F16AVX2(&out[i*ldo], &q[i*hd], &keys[0], 2*stride, j0/4, hd/32)
+		}
+	}
+	if j0 < count {
+		scoresF16AVX2(&out[j0], 4*ldo, &q[0], len(q)/hd, &keys[j0*stride], 2*stride, count-j0, hd, &kbuf[0])
+	}
 	return true
 }
 

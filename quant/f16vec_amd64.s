@@ -263,3 +263,114 @@ mads8step:
 madsdone:
 	VZEROUPPER
 	RET
+
+// func scores4F16AVX2(out *float32, q *float32, k *uint16, stride, groups, nb int)
+// Sets out[j], j < 4·groups, to one query's scores against the F16 key
+// rows at k (stride bytes apart) of hd = 32·nb values, in ggml_vec_dot_f16's
+// order (scoreF16Go; hd a multiple of 32, so no float64 tail): each row's
+// four 8-lane accumulators start at zero and take every value by FMA, are
+// added 0+2 and 1+3, then the two; then lanes l and l+4; then the two
+// VHADDPS steps, which four rows take together, lane by lane the same
+// additions as scoresF16AVX2's one row at a time. The rows are widened
+// straight from memory: no kbuf, no per-score reduction and loop.
+TEXT ·scores4F16AVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ k+16(FP), SI
+	MOVQ stride+24(FP), BX
+	MOVQ groups+32(FP), CX
+
+s4group:
+	MOVQ q+8(FP), R10
+	MOVQ SI, R11
+	MOVQ nb+40(FP), R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+s4stepY10:
+	VCVTPH2PS 0(R11), Y8
+	VFMADD231PS 0(R10), Y8, Y0
+	VCVTPH2PS 16(R11), Y9
+	VFMADD231PS 32(R10), Y9, Y1
+	VCVTPH2PS 32(R11), Y8
+	VFMADD231PS 64(R10), Y8, Y2
+	VCVTPH2PS 48(R11), Y9
+	VFMADD231PS 96(R10), Y9, Y3
+	VCVTPH2PS 0(R11)(BX*1), Y8
+	VFMADD231PS 0(R10), Y8, Y4
+	VCVTPH2PS 16(R11)(BX*1), Y9
+	VFMADD231PS 32(R10), Y9, Y5
+	VCVTPH2PS 32(R11)(BX*1), Y8
+	VFMADD231PS 64(R10), Y8, Y6
+	VCVTPH2PS 48(R11)(BX*1), Y9
+	VFMADD231PS 96(R10), Y9, Y7
+	ADDQ $64, R11
+	ADDQ $128, R10
+	DECQ R13
+	JNZ  s4stepY10
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VADDPS Y6, Y4, Y4
+	VADDPS Y7, Y5, Y5
+	VADDPS Y5, Y4, Y4
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y9
+	VADDPS Y9, Y8, Y10
+	LEAQ (SI)(BX*2), SI
+	MOVQ q+8(FP), R10
+	MOVQ SI, R11
+	MOVQ nb+40(FP), R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+s4stepY11:
+	VCVTPH2PS 0(R11), Y8
+	VFMADD231PS 0(R10), Y8, Y0
+	VCVTPH2PS 16(R11), Y9
+	VFMADD231PS 32(R10), Y9, Y1
+	VCVTPH2PS 32(R11), Y8
+	VFMADD231PS 64(R10), Y8, Y2
+	VCVTPH2PS 48(R11), Y9
+	VFMADD231PS 96(R10), Y9, Y3
+	VCVTPH2PS 0(R11)(BX*1), Y8
+	VFMADD231PS 0(R10), Y8, Y4
+	VCVTPH2PS 16(R11)(BX*1), Y9
+	VFMADD231PS 32(R10), Y9, Y5
+	VCVTPH2PS 32(R11)(BX*1), Y8
+	VFMADD231PS 64(R10), Y8, Y6
+	VCVTPH2PS 48(R11)(BX*1), Y9
+	VFMADD231PS 96(R10), Y9, Y7
+	ADDQ $64, R11
+	ADDQ $128, R10
+	DECQ R13
+	JNZ  s4stepY11
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VADDPS Y6, Y4, Y4
+	VADDPS Y7, Y5, Y5
+	VADDPS Y5, Y4, Y4
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y9
+	VADDPS Y9, Y8, Y11
+	LEAQ (SI)(BX*2), SI
+	VHADDPS Y11, Y10, Y12
+	VHADDPS Y12, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VUNPCKLPS X13, X12, X12
+	VMOVUPS X12, (DI)
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  s4group
+	VZEROUPPER
+	RET

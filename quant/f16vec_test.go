@@ -77,7 +77,7 @@ func TestF16RunsMatchLoops(t *testing.T) {
 	for _, generic := range []bool{false, true} {
 		UseGeneric(generic)
 		for _, hd := range []int{1, 8, 16, 24, 32, 64, 72, 128, 136, 256} {
-			for _, count := range []int{1, 2, 5, 17} {
+			for _, count := range []int{1, 2, 4, 5, 17, 64} {
 				stride := 3*hd + 8
 				rows := make([]uint16, (count-1)*stride+hd+1)
 				for i := range rows {
