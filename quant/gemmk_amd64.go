@@ -100,7 +100,7 @@ func gemmQ4KPanelsAVX2(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []
 		panic("quant: gemmQ4KPanelsAVX2: bad shape")
 	}
 	if n == 1 && nb <= q4kDecMaxBlocks {
-		gemmQ4KPanelsDecode(panels, nb, lo, hi, a, y)
+		gemmQ4KPanelsDecode(gemmQ4KPanel2C1, panels, nb, lo, hi, a, y)
 		return
 	}
 	gemmQ4KTiles(nil, 0, panels, lo, hi, a, arb, n, nb, y, ys)
@@ -112,9 +112,11 @@ const q4kDecMaxBlocks = 64
 
 // gemmQ4KPanelsDecode is gemmQ4KPanelsAVX2 for one activation row: the
 // panels in two halves, panel i of each half beside the other's in one
-// gemmQ4KPanel2C1 call (two streams far apart, and two panels' work in
-// flight), an odd last panel alone.
-func gemmQ4KPanelsDecode(panels []byte, nb, lo, hi int, a []byte, y []float32) {
+// call of pair (gemmQ4KPanel2C1, or gemmQ4KPanel2V with AVX-512 VNNI: two
+// streams far apart, and two panels' work in flight), an odd last panel
+// alone.
+func gemmQ4KPanelsDecode(pair func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int),
+	panels []byte, nb, lo, hi int, a []byte, y []float32) {
 	var bp [8 * q4kDecMaxBlocks]int16
 	q4kBsumPairs(bp[:8*nb], a, 0, 1, nb)
 	clear(y[lo:hi])
@@ -123,7 +125,7 @@ func gemmQ4KPanelsDecode(panels []byte, nb, lo, hi int, a []byte, y []float32) {
 	p0 := lo / q4kPanelRows
 	for i := 0; i < half; i++ {
 		pn := p0 + i
-		gemmQ4KPanel2C1(&panels[pn*nb*q4kTileBytes], half*nb*q4kTileBytes, nb, &a[0], &bp[0],
+		pair(&panels[pn*nb*q4kTileBytes], half*nb*q4kTileBytes, nb, &a[0], &bp[0],
 			&y[pn*q4kPanelRows], half*q4kPanelRows*4)
 	}
 	if np%2 == 1 {

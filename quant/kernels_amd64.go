@@ -32,13 +32,6 @@ var avx2Kernels = func() kernelSet {
 	return s
 }()
 
-// avx512Kernels is avx2Kernels with the AVX-512 VNNI gemm kernels for
-// Q4_0 and Q8_0 (gemm_amd64.go), for Q6_K (gemmk512_amd64.go: gemmKAVX512
-// runs Q6_K products on them, decode and batches, and hands Q4_K in the
-// file's layout to gemmKAVX2) and, for Q4_K batches on row panels, the VNNI
-// tile kernels that take two panels (16 rows, a ZMM register's int32 lanes)
-// at a time (gemmQ4KPanelsVNNI, q4k512_amd64.go; decode on panels stays on
-// the AVX2 kernel).
 // avxvnniKernels is avx2Kernels with the Q4_0 and Q8_0 products on VEX
 // VPDPBUSD (CPUs with AVX-VNNI but not AVX-512 VNNI: Intel Alder Lake and
 // later). The K-quant kernels stay avx2's.
@@ -50,6 +43,12 @@ var avxvnniKernels = func() kernelSet {
 	return s
 }()
 
+// avx512Kernels is avx2Kernels with the AVX-512 VNNI gemm kernels for
+// Q4_0 and Q8_0 (gemm_amd64.go), for Q6_K (gemmk512_amd64.go: gemmKAVX512
+// runs Q6_K products on them, decode and batches, and hands Q4_K in the
+// file's layout to gemmKAVX2) and, for Q4_K on row panels, the VNNI
+// kernels that take two panels (16 rows, a ZMM register's int32 lanes) at
+// a time, decode and batches (gemmQ4KPanelsVNNI, q4k512_amd64.go).
 var avx512Kernels = func() kernelSet {
 	s := avx2Kernels
 	s.name = "avx512"

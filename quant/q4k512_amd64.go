@@ -10,8 +10,8 @@ var q4kTile2Width = 8
 // gemmQ4KPanelsVNNI is gemmQ4KPanelsAVX2 with the AVX-512 VNNI tile
 // kernels (q4k512_amd64.s, quant/_gen/q4k512) for batches: rows
 // [lo, hi) (multiples of q4kPanelRows) of a Q4_K matrix repacked into
-// panels of nb super-blocks a row. Decode (n = 1) stays on the AVX2 panel
-// kernel. Every output is dotQ4_KQ8_KGo's bits, as on the AVX2 path.
+// panels of nb super-blocks a row, decode (n = 1) included
+// (gemmQ4KPanel2V). Every output is dotQ4_KQ8_KGo's bits, as on the AVX2 path.
 func gemmQ4KPanelsVNNI(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 	if nb == 0 || n == 0 || lo >= hi {
 		return
@@ -21,7 +21,7 @@ func gemmQ4KPanelsVNNI(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []
 		panic("quant: gemmQ4KPanelsVNNI: bad shape")
 	}
 	if n == 1 && nb <= q4kDecMaxBlocks {
-		gemmQ4KPanelsDecode(panels, nb, lo, hi, a, y)
+		gemmQ4KPanelsDecode(gemmQ4KPanel2V, panels, nb, lo, hi, a, y)
 		return
 	}
 	pairs := lo + (hi-lo)/(2*q4kPanelRows)*(2*q4kPanelRows)

@@ -69,6 +69,7 @@ func main() {
 	for c := 1; c <= maxCols; c++ {
 		kernel(p, c)
 	}
+	decodeKernel(p)
 	write("quant/q4k512_amd64.s", b.String())
 
 	var d strings.Builder
@@ -78,6 +79,7 @@ func main() {
 	for c := 1; c <= maxCols; c++ {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTile2V%d(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
 	}
+	d.WriteString("\n//go:noescape\nfunc gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n")
 	d.WriteString("\n// q4kTile2Kernels[c-1] is gemmQ4KTile2V<c>.\nvar q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){\n")
 	for c := 1; c <= maxCols; c++ {
 		fmt.Fprintf(&d, "\tgemmQ4KTile2V%d,\n", c)
@@ -264,6 +266,107 @@ func kernel(p func(string, ...any), c int) {
 	p("\tADDQ DX, BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// decodeKernel writes gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte,
+// bp *int16, y *float32, yoff int), gemmQ4KPanel2C1's contract on the VNNI
+// instructions, for decode: nb super-blocks of two Q4_K panels (at t and
+// t+toff, which decode places far apart, two streams) by one Q8_K
+// activation row, adding the first panel's 8 outputs into y and the
+// second's into y+yoff bytes. It is gemmQ4KTile2V1 with each 32-byte group
+// loaded once for both sub-blocks of its pair (low and high nibbles), so
+// the two sub-blocks' VPDPBUSD chains run side by side instead of one
+// 8-deep chain at a time, and the running sums kept in a register across
+// super-blocks. The additions are those of gemmQ4KTile2V1 in the same
+// order, so the bits are dotQ4_KQ8_KGo's.
+//
+// Registers: SI the first panel, R13 toff, CX super-blocks left, DI the
+// activation row, BX bp, R11 y, R12 yoff. Z0..Z7 a pair's low nibbles
+// (sub-block 2q), Z16..Z23 its high nibbles (2q+1), Z8 four sub-blocks'
+// scales, Z9 and Z13 two sub-blocks' scales, Z10 and Z11 the two
+// sub-blocks' sums, Z12 sumi, Z24 the 16 outputs, Z31 bytes 0x0f. The
+// float part uses Z0..Z9 as gemmQ4KTile2V's.
+func decodeKernel(p func(string, ...any)) {
+	name := "gemmQ4KPanel2V"
+	p("")
+	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ t+0(FP), SI")
+	p("\tMOVQ toff+8(FP), R13")
+	p("\tMOVQ nb+16(FP), CX")
+	p("\tMOVQ a+24(FP), DI")
+	p("\tMOVQ bp+32(FP), BX")
+	p("\tMOVQ y+40(FP), R11")
+	p("\tMOVQ yoff+48(FP), R12")
+	p("\tMOVL $0x0f0f0f0f, AX")
+	p("\tVPBROADCASTD AX, Z31")
+	p("\tVMOVUPS (R11), Y24")
+	p("\tVINSERTF64X4 $1, (R11)(R12*1), Z24, Z24")
+	p("")
+	p("loop_%s:", name)
+	for q := 0; q < 4; q++ {
+		for g := 0; g < 8; g++ {
+			both(p, tileOffQ+256*q+32*g, g)
+			p("\tVPSRLW $4, Z%d, Z%d", g, 16+g)
+			p("\tVPANDD Z31, Z%d, Z%d", g, g)
+			p("\tVPANDD Z31, Z%d, Z%d", 16+g, 16+g)
+		}
+		if q%2 == 0 {
+			both(p, tileOffScale+32*(q/2), 8)
+		}
+		j0, j1 := 2*q, 2*q+1
+		p("\tVPSHUFB gzsc<>+%d(SB), Z8, Z9", 64*(j0%4))
+		p("\tVPSHUFB gzsc<>+%d(SB), Z8, Z13", 64*(j1%4))
+		p("\tVPXORD Z10, Z10, Z10")
+		p("\tVPXORD Z11, Z11, Z11")
+		for g := 0; g < 8; g++ {
+			p("\tVPDPBUSD.BCST %d(DI), Z%d, Z10", 4+32*j0+4*g, g)
+			p("\tVPDPBUSD.BCST %d(DI), Z%d, Z11", 4+32*j1+4*g, 16+g)
+		}
+		if q == 0 {
+			p("\tVPMULLD Z9, Z10, Z12")
+		} else {
+			p("\tVPMULLD Z9, Z10, Z10")
+			p("\tVPADDD Z10, Z12, Z12")
+		}
+		p("\tVPMULLD Z13, Z11, Z11")
+		p("\tVPADDD Z11, Z12, Z12")
+	}
+	for k := 0; k < 4; k++ {
+		if k%2 == 0 {
+			both(p, tileOffMin+32*(k/2), 6)
+		}
+		p("\tVPSHUFB gzmn<>+%d(SB), Z6, Z%d", 64*(k%2), k)
+	}
+	p("\tVMOVDQU 0(SI), X4")
+	p("\tVINSERTI128 $1, 0(SI)(R13*1), Y4, Y4")
+	p("\tVCVTPH2PS Y4, Z4")
+	p("\tVMOVDQU 16(SI), X5")
+	p("\tVINSERTI128 $1, 16(SI)(R13*1), Y5, Y5")
+	p("\tVCVTPH2PS Y5, Z5")
+	p("\tVPBROADCASTD 0(BX), Z6")
+	p("\tVPMADDWD Z0, Z6, Z6")
+	for k := 1; k < 4; k++ {
+		p("\tVPDPWSSD.BCST %d(BX), Z%d, Z6", 4*k, k)
+	}
+	p("\tVBROADCASTSS 0(DI), Z7")
+	p("\tVMULPS Z7, Z4, Z8") // d = f16(x.d)*dy
+	p("\tVMULPS Z7, Z5, Z9") // dmin = f16(x.dmin)*dy
+	p("\tVCVTDQ2PS Z12, Z7")
+	p("\tVMULPS Z7, Z8, Z8") // d*float32(sumi)
+	p("\tVADDPS Z24, Z8, Z8")
+	p("\tVCVTDQ2PS Z6, Z6")
+	p("\tVMULPS Z6, Z9, Z9") // dmin*float32(sumMins)
+	p("\tVSUBPS Z9, Z8, Z24")
+	p("\tADDQ $%d, SI", q4kTileBytes)
+	p("\tADDQ $292, DI")
+	p("\tADDQ $16, BX")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVMOVUPS Y24, (R11)")
+	p("\tVEXTRACTF64X4 $1, Z24, (R11)(R12*1)")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
