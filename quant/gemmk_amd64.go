@@ -92,6 +92,20 @@ func gemmKAVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float
 // q4kPanelRows) of a Q4_K matrix repacked into panels of nb super-blocks a
 // row (panelk.go): the tile kernels run on the panels in place.
 func gemmQ4KPanelsAVX2(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	gemmQ4KPanelsTiles(gemmQ4KPanel2C1, panels, nb, lo, hi, a, arb, n, y, ys)
+}
+
+// gemmQ4KPanelsAVXVNNI is gemmQ4KPanelsAVX2 with decode on VEX VPDPBUSD
+// (gemmQ4KPanel2VX, for CPUs with AVX-VNNI but not AVX-512); batches stay
+// on the AVX2 tiles.
+func gemmQ4KPanelsAVXVNNI(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	gemmQ4KPanelsTiles(gemmQ4KPanel2VX, panels, nb, lo, hi, a, arb, n, y, ys)
+}
+
+// gemmQ4KPanelsTiles is gemmQ4KPanelsAVX2 with decode's pair of panels on
+// kernel pair (gemmQ4KPanelsDecode).
+func gemmQ4KPanelsTiles(pair func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int),
+	panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 	if nb == 0 || n == 0 || lo >= hi {
 		return
 	}
@@ -100,7 +114,7 @@ func gemmQ4KPanelsAVX2(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []
 		panic("quant: gemmQ4KPanelsAVX2: bad shape")
 	}
 	if n == 1 && nb <= q4kDecMaxBlocks {
-		gemmQ4KPanelsDecode(gemmQ4KPanel2C1, panels, nb, lo, hi, a, y)
+		gemmQ4KPanelsDecode(pair, panels, nb, lo, hi, a, y)
 		return
 	}
 	gemmQ4KTiles(nil, 0, panels, lo, hi, a, arb, n, nb, y, ys)
@@ -112,7 +126,8 @@ const q4kDecMaxBlocks = 64
 
 // gemmQ4KPanelsDecode is gemmQ4KPanelsAVX2 for one activation row: the
 // panels in two halves, panel i of each half beside the other's in one
-// call of pair (gemmQ4KPanel2C1, or gemmQ4KPanel2V with AVX-512 VNNI: two
+// call of pair (gemmQ4KPanel2C1, gemmQ4KPanel2VX with AVX-VNNI or
+// gemmQ4KPanel2V with AVX-512 VNNI: two
 // streams far apart, and two panels' work in flight), an odd last panel
 // alone.
 func gemmQ4KPanelsDecode(pair func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int),

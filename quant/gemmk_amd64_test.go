@@ -439,3 +439,96 @@ func TestGemmKQ6KZTiling(t *testing.T) {
 		}
 	}
 }
+
+// q4kDecoders are the one-row Q4_K kernels on pairs of panels that
+// gemmQ4KPanelsDecode runs, with whether this CPU has their instructions.
+var q4kDecoders = []struct {
+	name string
+	pair func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
+	ok   bool
+}{
+	{"avx2", gemmQ4KPanel2C1, haveAVX2FMA},
+	{"avxvnni", gemmQ4KPanel2VX, haveAVX2FMA && haveAVXVNNI},
+	{"avx512", gemmQ4KPanel2V, haveAVX2FMA && haveVNNI},
+}
+
+// TestQ4KDecodeKernels holds each one-row Q4_K panel kernel, as
+// gemmQ4KPanelsDecode runs it (pairs of panels far apart, an odd last
+// panel on the AVX2 tile), bit for bit against the Go twin: any panel
+// count from any first panel, super-block counts up to q4kDecMaxBlocks,
+// misaligned buffers, random, extreme and non-finite data; outputs outside
+// the rows stay untouched.
+func TestQ4KDecodeKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(85, 86))
+	const panels = 9
+	const rows = panels * q4kPanelRows
+	for _, k := range q4kDecoders {
+		if !k.ok {
+			t.Logf("%s: CPU lacks the kernel's instructions", k.name)
+			continue
+		}
+		for _, kind := range []string{"quantized", "random", "max", "min", "nonfinite"} {
+			for _, nb := range []int{1, 2, 3, 8, 9, q4kDecMaxBlocks} {
+				rb := nb * q4_KBytes
+				off := rng.IntN(8)
+				w := kWeights(t, rng, Q4_K, rows, nb, kind)
+				a := misaligned(kActRows(rng, 1, nb, kind), 7-off)
+				pan := misaligned(make([]byte, rows*nb*q4kTileBytes), off)
+				for p := 0; p < panels; p++ {
+					packQ4KPanel(w[p*q4kPanelRows*rb:], rb, nb, pan[p*nb*q4kTileBytes:])
+				}
+				want := make([]float32, rows)
+				gemmKGo(Q4_K, w, rb, 0, rows, a, nb*q8_KBytes, 1, want, rows)
+				for try := 0; try < 6; try++ {
+					p0 := rng.IntN(panels)
+					p1 := p0 + 1 + rng.IntN(panels-p0)
+					lo, hi := p0*q4kPanelRows, p1*q4kPanelRows
+					y := make([]float32, rows)
+					for e := range y {
+						y[e] = float32(math.NaN())
+					}
+					gemmQ4KPanelsDecode(k.pair, pan, nb, lo, hi, a, y)
+					for r, got := range y {
+						if r < lo || r >= hi {
+							if !math.IsNaN(float64(got)) {
+								t.Fatalf("%s %s nb=%d rows [%d,%d): wrote y[%d] = %v", k.name, kind, nb, lo, hi, r, got)
+							}
+							continue
+						}
+						if !sameFloat(got, want[r]) {
+							t.Fatalf("%s %s nb=%d rows [%d,%d): y[%d] = %v (%#x), Go twin %v (%#x)", k.name, kind, nb, lo, hi,
+								r, got, math.Float32bits(got), want[r], math.Float32bits(want[r]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQ4KDecodeKernels runs each one-row Q4_K panel kernel on 64 rows
+// of 8 super-blocks held in L1, as gemmQ4KPanelsDecode calls them: ns/tile
+// is the compute cost of a panel's super-block (1184 bytes) without the
+// memory's.
+func BenchmarkQ4KDecodeKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(83, 84))
+	const nb, rows = 8, 64
+	w := kWeights(b, rng, Q4_K, rows, nb, "quantized")
+	pan := make([]byte, rows/q4kPanelRows*nb*q4kTileBytes)
+	for p := 0; p < rows/q4kPanelRows; p++ {
+		packQ4KPanel(w[p*q4kPanelRows*nb*q4_KBytes:], nb*q4_KBytes, nb, pan[p*nb*q4kTileBytes:])
+	}
+	a := kActRows(rng, 1, nb, "quantized")
+	y := make([]float32, rows)
+	for _, k := range q4kDecoders {
+		b.Run(k.name, func(b *testing.B) {
+			if !k.ok {
+				b.Skip("CPU lacks the kernel's instructions")
+			}
+			for b.Loop() {
+				gemmQ4KPanelsDecode(k.pair, pan, nb, 0, rows, a, y)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows/q4kPanelRows*nb), "ns/tile")
+		})
+	}
+}

@@ -114,3 +114,6 @@ var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps
 
 //go:noescape
 func gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
+
+//go:noescape
+func gemmQ4KPanel2VX(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)

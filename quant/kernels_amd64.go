@@ -32,14 +32,15 @@ var avx2Kernels = func() kernelSet {
 	return s
 }()
 
-// avxvnniKernels is avx2Kernels with the Q4_0 and Q8_0 products on VEX
-// VPDPBUSD (CPUs with AVX-VNNI but not AVX-512 VNNI: Intel Alder Lake and
-// later). The K-quant kernels stay avx2's.
+// avxvnniKernels is avx2Kernels with the Q4_0 and Q8_0 products and the
+// Q4_K decode on panels on VEX VPDPBUSD (CPUs with AVX-VNNI but not AVX-512
+// VNNI: Intel Alder Lake and later). The other K-quant kernels stay avx2's.
 var avxvnniKernels = func() kernelSet {
 	s := avx2Kernels
 	s.name = "avxvnni"
 	s.gemm = gemmAVXVNNI
 	s.gemmPanel = gemmPanelAVXVNNI
+	s.gemmKPanel = gemmQ4KPanelsAVXVNNI
 	return s
 }()
 

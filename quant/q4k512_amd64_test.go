@@ -80,36 +80,3 @@ func TestGemmQ4KPanelsVNNI(t *testing.T) {
 		}
 	}
 }
-
-// BenchmarkQ4KDecodeKernels runs the two one-row Q4_K panel kernels
-// (gemmQ4KPanel2C1 on AVX2, gemmQ4KPanel2V on AVX-512 VNNI) on 64 rows of 8
-// super-blocks held in L1, as gemmQ4KPanelsDecode calls them: ns/tile is
-// the compute cost of a panel's super-block (1184 bytes) without the
-// memory's.
-func BenchmarkQ4KDecodeKernels(b *testing.B) {
-	rng := rand.New(rand.NewPCG(83, 84))
-	const nb, rows = 8, 64
-	w := kWeights(b, rng, Q4_K, rows, nb, "quantized")
-	pan := make([]byte, rows/q4kPanelRows*nb*q4kTileBytes)
-	for p := 0; p < rows/q4kPanelRows; p++ {
-		packQ4KPanel(w[p*q4kPanelRows*nb*q4_KBytes:], nb*q4_KBytes, nb, pan[p*nb*q4kTileBytes:])
-	}
-	a := kActRows(rng, 1, nb, "quantized")
-	y := make([]float32, rows)
-	kernels := []struct {
-		name string
-		f    func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
-		ok   bool
-	}{{"avx2", gemmQ4KPanel2C1, haveAVX2FMA}, {"vnni", gemmQ4KPanel2V, haveAVX2FMA && haveVNNI}}
-	for _, k := range kernels {
-		b.Run(k.name, func(b *testing.B) {
-			if !k.ok {
-				b.Skip("CPU lacks the kernel's instructions")
-			}
-			for b.Loop() {
-				gemmQ4KPanelsDecode(k.f, pan, nb, 0, rows, a, y)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows/q4kPanelRows*nb), "ns/tile")
-		})
-	}
-}

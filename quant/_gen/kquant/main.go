@@ -63,6 +63,7 @@ func main() {
 		tileKernel(p, c)
 	}
 	panelDecKernel(p)
+	panelDecVNNIKernel(p)
 	write("quant/gemmk_amd64.s", b.String())
 
 	var d strings.Builder
@@ -90,6 +91,7 @@ func main() {
 	}
 	d.WriteString("}\n")
 	d.WriteString("\n//go:noescape\nfunc gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n")
+	d.WriteString("\n//go:noescape\nfunc gemmQ4KPanel2VX(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n")
 	write("quant/gemmk_decl_amd64.go", d.String())
 }
 
@@ -208,6 +210,16 @@ func tables(p func(string, ...any)) {
 		bytes32n(p, "gtmn", int(h), b)
 	}
 	p("GLOBL gtmn<>(SB), RODATA|NOPTR, $64")
+	// gtsz<>+32j: s_j of each row zero-extended to its dword, for the
+	// VPMULLD of the AVX-VNNI decode kernel's int32 sub-block sums.
+	for j := byte(0); j < 4; j++ {
+		var b [16]byte
+		for r := byte(0); r < 4; r++ {
+			b[4*r], b[4*r+1], b[4*r+2], b[4*r+3] = 4*r+j, z, z, z
+		}
+		bytes32n(p, "gtsz", int(j), b)
+	}
+	p("GLOBL gtsz<>(SB), RODATA|NOPTR, $128")
 	p("")
 	p("// gk30<> is 32 bytes of 0x30, the bits 4 and 5 of Q6_K values.")
 	for q := 0; q < 4; q++ {
@@ -900,6 +912,106 @@ func panelDecKernel(p func(string, ...any)) {
 		}
 		tileLoadMins(p, base[P])
 		tileFloat(p, 0, "0(DI)", acc[P], out)
+	}
+	p("\tADDQ $%d, SI", q4kTileBytes)
+	p("\tADDQ $%d, R13", q4kTileBytes)
+	p("\tADDQ $292, DI")
+	p("\tADDQ $16, BX")
+	p("\tDECQ CX")
+	p("\tJNZ loop_%s", name)
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// vpdpbusd is VEX.256.66.0F38.W0 50 /r, VPDPBUSD ydst, ysrc1, ysrc2 (Intel
+// order: ydst += Σ of four u8 of ysrc1 times the s8 of ysrc2, per lane), as
+// bytes, registers only: Go's assembler encodes the mnemonic as EVEX, which
+// needs AVX-512 VL (the encoding quant/_gen/gemmavx2 writes too).
+func vpdpbusd(dst, src1, src2 int) string {
+	r, bb := 1-dst>>3, 1-src2>>3
+	return fmt.Sprintf("BYTE $0xc4; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x50; BYTE $0x%02x // VPDPBUSD Y%d, Y%d, Y%d",
+		r<<7|1<<6|bb<<5|0x02, (^src1&15)<<3|1<<2|1, 0xc0|(dst&7)<<3|src2&7, src2, src1, dst)
+}
+
+// panelDecVNNIKernel writes gemmQ4KPanel2VX(t *byte, toff int, nb int, a
+// *byte, bp *int16, y *float32, yoff int), gemmQ4KPanel2C1 on VEX VPDPBUSD
+// for CPUs with AVX-VNNI (Intel Alder Lake and later) but not AVX-512: for
+// each group of four values of a sub-block pair, one load of each panel's
+// 32 bytes gives both sub-blocks' nibbles, and each goes into its
+// sub-block's int32 sum with one VPDPBUSD against the activation's four
+// bytes (the pair's broadcasts serve both panels), where the AVX2 kernel
+// needs a VPMADDUBSW and a VPADDW. Each sub-block's sum (at most
+// 32·15·128 in magnitude) is multiplied by its 6-bit scales with VPMULLD
+// and added into the super-block's sumi; the integer sums are exact, and
+// the float part is gemmQ4KPanel2C1's, so the bits are too.
+//
+// Registers: SI panel 0, R13 panel 1, CX super-blocks left, DI the
+// activation row, BX bp, R11 y, R12 yoff. In the integer part Y0 Y1 the
+// first panel's two sub-block sums, Y2 Y3 the second's, Y4 Y5 and Y6 Y7
+// the panels' low and high nibbles, Y8 Y9 the two broadcast activation
+// groups, Y10 Y11 the panels' scales, Y15 one sub-block's, Y12 Y13 the
+// panels' sumi, Y14 bytes 0x0f; the float part is tileLoadMins' and
+// tileFloat's.
+func panelDecVNNIKernel(p func(string, ...any)) {
+	name := "gemmQ4KPanel2VX"
+	base := [2]string{"SI", "R13"}
+	sums := [2][2]int{{0, 1}, {2, 3}}
+	lo, hi := [2]int{4, 6}, [2]int{5, 7}
+	sc, sumi := [2]int{10, 11}, [2]int{12, 13}
+	p("")
+	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ t+0(FP), SI")
+	p("\tMOVQ toff+8(FP), R13")
+	p("\tADDQ SI, R13")
+	p("\tMOVQ nb+16(FP), CX")
+	p("\tMOVQ a+24(FP), DI")
+	p("\tMOVQ bp+32(FP), BX")
+	p("\tMOVQ y+40(FP), R11")
+	p("\tMOVQ yoff+48(FP), R12")
+	p("\tVMOVDQU gt0f<>(SB), Y14")
+	p("")
+	p("loop_%s:", name)
+	for q := 0; q < 4; q++ {
+		j0, j1 := 2*q, 2*q+1
+		for P := 0; P < 2; P++ {
+			p("\tVPXOR Y%d, Y%d, Y%d", sums[P][0], sums[P][0], sums[P][0])
+			p("\tVPXOR Y%d, Y%d, Y%d", sums[P][1], sums[P][1], sums[P][1])
+		}
+		for g := 0; g < 8; g++ {
+			p("\tVPBROADCASTD %d(DI), Y8", 4+32*j0+4*g)
+			p("\tVPBROADCASTD %d(DI), Y9", 4+32*j1+4*g)
+			for P := 0; P < 2; P++ {
+				p("\tVMOVDQU %d(%s), Y%d", tileOffQ+256*q+32*g, base[P], lo[P])
+				p("\tVPSRLW $4, Y%d, Y%d", lo[P], hi[P])
+				p("\tVPAND Y14, Y%d, Y%d", lo[P], lo[P])
+				p("\tVPAND Y14, Y%d, Y%d", hi[P], hi[P])
+				p("\t%s", vpdpbusd(sums[P][0], lo[P], 8))
+				p("\t%s", vpdpbusd(sums[P][1], hi[P], 9))
+			}
+		}
+		for P := 0; P < 2; P++ {
+			if q%2 == 0 {
+				p("\tVMOVDQU %d(%s), Y%d", tileOffScale+32*(q/2), base[P], sc[P])
+			}
+			for k, j := range []int{j0, j1} {
+				p("\tVPSHUFB gtsz<>+%d(SB), Y%d, Y15", 32*(j%4), sc[P])
+				if q == 0 && k == 0 {
+					p("\tVPMULLD Y15, Y%d, Y%d", sums[P][k], sumi[P])
+					continue
+				}
+				p("\tVPMULLD Y15, Y%d, Y%d", sums[P][k], sums[P][k])
+				p("\tVPADDD Y%d, Y%d, Y%d", sums[P][k], sumi[P], sumi[P])
+			}
+		}
+	}
+	for P := 0; P < 2; P++ {
+		out := "(R11)"
+		if P == 1 {
+			out = "(R11)(R12*1)"
+		}
+		tileLoadMins(p, base[P])
+		tileFloat(p, 0, "0(DI)", fmt.Sprintf("Y%d", sumi[P]), out)
 	}
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $%d, R13", q4kTileBytes)
