@@ -844,20 +844,27 @@ func tileFloat(p func(string, ...any), bpOff int, dy, acc, out string) {
 // bp *int16, y *float32, yoff int): nb super-blocks of two Q4_K panels (at
 // t and t+toff) by one Q8_K activation row, adding the outputs into the 8
 // floats at y and the 8 at y+yoff bytes. It is gemmQ4KTileC1 on two panels
-// at once, for decode: the two panels' sub-blocks are independent work in
-// flight together, and each sub-block's 8 products add in a tree (depth 3)
-// rather than a chain, so the one-row pass is not bound by latency. The
-// integer sums are exact and the float part the same, so the bits are
-// gemmQ4KTileC1's.
+// at once, for decode (two streams far apart, and two panels' work in
+// flight): for each group of four values of a sub-block pair, one load of
+// each panel's 32 bytes gives both sub-blocks' nibbles, the pair's two
+// activation broadcasts serve both panels, and each sub-block's VPMADDUBSW
+// products add into its own int16 sum (four independent chains; at most
+// 8·2·15·128 = 30720, exact). The integer sums are the twin's and the
+// float part gemmQ4KTileC1's, so the bits are too.
 //
 // Registers: SI panel 0, R13 panel 1, CX super-blocks left, DI the
-// activation row, BX bp, R11 y, R12 yoff. Y0..Y7 weights, Y8 Y9 Y11 Y12
-// Y13 products, Y15 scales, Y10 and Y14 the panels' int32 sums; in the
-// float part Y0 d, Y1 dmin, Y2..Y6 temporaries, Y7..Y9 and Y15 the mins.
+// activation row, BX bp, R11 y, R12 yoff. In the integer part Y0 Y1 the
+// first panel's two sub-block sums, Y2 Y3 the second's, Y4 Y5 and Y6 Y7
+// the panels' low and high nibbles (then their products), Y8 Y9 the two
+// broadcast activation groups, Y10 Y11 the panels' scales, Y15 one
+// sub-block's, Y12 Y13 the panels' int32 sums, Y14 bytes 0x0f; the float
+// part is tileLoadMins' and tileFloat's.
 func panelDecKernel(p func(string, ...any)) {
 	name := "gemmQ4KPanel2C1"
-	acc := [2]string{"Y10", "Y14"}
 	base := [2]string{"SI", "R13"}
+	sums := [2][2]int{{0, 1}, {2, 3}}
+	lo, hi := [2]int{4, 6}, [2]int{5, 7}
+	sc, sumi := [2]int{10, 11}, [2]int{12, 13}
 	p("")
 	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
@@ -869,39 +876,41 @@ func panelDecKernel(p func(string, ...any)) {
 	p("\tMOVQ bp+32(FP), BX")
 	p("\tMOVQ y+40(FP), R11")
 	p("\tMOVQ yoff+48(FP), R12")
+	p("\tVMOVDQU gt0f<>(SB), Y14")
 	p("")
 	p("loop_%s:", name)
-	tmp := [4]string{"Y8", "Y9", "Y11", "Y12"}
-	for j := 0; j < 8; j++ {
+	for q := 0; q < 4; q++ {
+		j0, j1 := 2*q, 2*q+1
+		for g := 0; g < 8; g++ {
+			p("\tVPBROADCASTD %d(DI), Y8", 4+32*j0+4*g)
+			p("\tVPBROADCASTD %d(DI), Y9", 4+32*j1+4*g)
+			for P := 0; P < 2; P++ {
+				p("\tVMOVDQU %d(%s), Y%d", tileOffQ+256*q+32*g, base[P], lo[P])
+				p("\tVPSRLW $4, Y%d, Y%d", lo[P], hi[P])
+				p("\tVPAND Y14, Y%d, Y%d", lo[P], lo[P])
+				p("\tVPAND Y14, Y%d, Y%d", hi[P], hi[P])
+				for k, w := range []int{lo[P], hi[P]} {
+					if g == 0 {
+						p("\tVPMADDUBSW Y%d, Y%d, Y%d", 8+k, w, sums[P][k])
+						continue
+					}
+					p("\tVPMADDUBSW Y%d, Y%d, Y%d", 8+k, w, w)
+					p("\tVPADDW Y%d, Y%d, Y%d", w, sums[P][k], sums[P][k])
+				}
+			}
+		}
 		for P := 0; P < 2; P++ {
-			for g := 0; g < 8; g++ {
-				p("\tVMOVDQU %d(%s), Y%d", tileOffQ+256*(j/2)+32*g, base[P], g)
-				if j%2 == 1 {
-					p("\tVPSRLW $4, Y%d, Y%d", g, g)
-				}
-				p("\tVPAND gt0f<>(SB), Y%d, Y%d", g, g)
+			if q%2 == 0 {
+				p("\tVMOVDQU %d(%s), Y%d", tileOffScale+32*(q/2), base[P], sc[P])
 			}
-			for g := 0; g < 8; g++ {
-				t := tmp[g%4]
-				if g >= 4 {
-					t = "Y13"
+			for k, j := range []int{j0, j1} {
+				p("\tVPSHUFB gtsc<>+%d(SB), Y%d, Y15", 32*(j%4), sc[P])
+				if q == 0 && k == 0 {
+					p("\tVPMADDWD Y15, Y%d, Y%d", sums[P][k], sumi[P])
+					continue
 				}
-				p("\tVPBROADCASTD %d(DI), %s", 4+32*j+4*g, t)
-				p("\tVPMADDUBSW %s, Y%d, %s", t, g, t)
-				if g >= 4 {
-					p("\tVPADDW Y13, %s, %s", tmp[g%4], tmp[g%4])
-				}
-			}
-			p("\tVPADDW Y9, Y8, Y8")
-			p("\tVPADDW Y12, Y11, Y11")
-			p("\tVPADDW Y11, Y8, Y8")
-			p("\tVMOVDQU %d(%s), Y15", tileOffScale+32*(j/4), base[P])
-			p("\tVPSHUFB gtsc<>+%d(SB), Y15, Y15", 32*(j%4))
-			if j == 0 {
-				p("\tVPMADDWD Y15, Y8, %s", acc[P])
-			} else {
-				p("\tVPMADDWD Y15, Y8, Y8")
-				p("\tVPADDD Y8, %s, %s", acc[P], acc[P])
+				p("\tVPMADDWD Y15, Y%d, Y%d", sums[P][k], sums[P][k])
+				p("\tVPADDD Y%d, Y%d, Y%d", sums[P][k], sumi[P], sumi[P])
 			}
 		}
 	}
@@ -911,7 +920,7 @@ func panelDecKernel(p func(string, ...any)) {
 			out = "(R11)(R12*1)"
 		}
 		tileLoadMins(p, base[P])
-		tileFloat(p, 0, "0(DI)", acc[P], out)
+		tileFloat(p, 0, "0(DI)", fmt.Sprintf("Y%d", sumi[P]), out)
 	}
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $%d, R13", q4kTileBytes)
