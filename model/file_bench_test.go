@@ -11,11 +11,17 @@ import (
 //
 //	SHADE_BENCH_MODEL=l1b.gguf go test ./model -run - -bench File -cpuprofile cpu.out
 //
-// SHADE_BENCH_BATCH sets BenchmarkFileForward's rows (default 16).
+// SHADE_BENCH_BATCH sets BenchmarkFileForward's rows (default 16), and
+// SHADE_BENCH_DEPTH how many tokens the cache holds before the timed steps
+// (default 8; as `shade bench --depth`).
 func openBenchFile(b *testing.B) (*Model, *State, int) {
 	path := os.Getenv("SHADE_BENCH_MODEL")
 	if path == "" {
 		b.Skip("SHADE_BENCH_MODEL names no model file")
+	}
+	depth := 8
+	if v, err := strconv.Atoi(os.Getenv("SHADE_BENCH_DEPTH")); err == nil && v > 0 && v <= 1<<16 {
+		depth = v
 	}
 	m, err := Open(path, 2)
 	if err != nil {
@@ -23,14 +29,21 @@ func openBenchFile(b *testing.B) (*Model, *State, int) {
 	}
 	b.Cleanup(func() { m.Close() })
 	m.Repack() // not in the first timed step
-	s, err := m.NewState(256)
+	s, err := m.NewState(depth + 256)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Forward(Chain([]int32{1, 2, 3, 4, 5, 6, 7, 8})); err != nil {
-		b.Fatal(err)
+	for done := 0; done < depth; {
+		toks := make([]int32, min(512, depth-done))
+		for i := range toks {
+			toks[i] = int32(1 + (done+i)%1000)
+		}
+		if err := s.Forward(Chain(toks)); err != nil {
+			b.Fatal(err)
+		}
+		s.CommitAll()
+		done += len(toks)
 	}
-	s.CommitAll()
 	return m, s, s.Len()
 }
 

@@ -72,7 +72,7 @@ type State struct {
 	hb, hb2  []float32   // (n, ffn)
 	ropeCos  []float32   // (n, ropeDim/2)
 	ropeSin  []float32   // (n, ropeDim/2)
-	scratchF [][]float32 // per attention worker: block·(2·headDim + 2 + attnChunk) + attnChunk + headDim
+	scratchF [][]float32 // per attention worker: block·(2·headDim + 2 + attnChunk) + (2·group + 2)·attnChunk + headDim
 	visBuf   []int32
 	scratch  quant.Scratch
 	// The operands of a layer's shared-input products (q, k, v; gate, up),

@@ -157,7 +157,7 @@ func (s *State) attention(l int) {
 	}
 	s.attnBlocks = (s.n + s.attnQB - 1) / s.attnQB
 	s.attnNext.Store(0)
-	need := s.attnQB*group*(2*c.HeadDim+2+attnChunk) + 2*attnChunk + c.HeadDim
+	need := s.attnQB*group*(2*c.HeadDim+2+attnChunk) + (2*group+2)*attnChunk + c.HeadDim
 	for w := range s.scratchF {
 		if len(s.scratchF[w]) < need {
 			s.scratchF[w] = make([]float32, need)
@@ -217,7 +217,13 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	maxs, scratch := scratch[:nq], scratch[nq:]
 	sums, scratch := scratch[:nq], scratch[nq:]
 	scores, scratch := scratch[:nq*attnChunk], scratch[nq*attnChunk:]
-	weights, exps, kbuf := scratch[:attnChunk], scratch[attnChunk:2*attnChunk], scratch[2*attnChunk:2*attnChunk+hd]
+	// Per query of a group (g of them, attnChunk apart): its value
+	// updates' weights and the factors its accumulator is scaled by; per
+	// slot, whether some query's maximum rose there.
+	weights, scratch := scratch[:g*attnChunk], scratch[g*attnChunk:]
+	factors, scratch := scratch[:g*attnChunk], scratch[g*attnChunk:]
+	raised, scratch := scratch[:attnChunk], scratch[attnChunk:]
+	exps, kbuf := scratch[:attnChunk], scratch[attnChunk:attnChunk+hd]
 	for i := range nq {
 		qh := qs[i*hd : (i+1)*hd]
 		r, h := r0+i/g, kvh*g+i%g
@@ -226,14 +232,14 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 		maxs[i], sums[i] = float32(math.Inf(-1)), 0
 	}
 	clear(accs)
+	clear(raised)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	// run takes query i over n slots from slot on, consecutive in the
-	// cache, whose scores are in sc: the online softmax, whose value
-	// updates go to MadsF16 in runs between the steps that raise the
-	// maximum.
-	run := func(i, slot, n int, sc []float32, vals []uint16) {
-		off := slot*kvd + kvh*hd
-		acc := accs[i*hd : (i+1)*hd]
+	// steps takes query i over n slots whose scores are in sc: the online
+	// softmax's maximum and sum, the weight of each slot's value update
+	// into w, and at a slot where the maximum rises the factor f its
+	// accumulator is scaled by before that slot's update (1 elsewhere,
+	// which would change no bit), marked in raised.
+	steps := func(i, n int, sc, w, f []float32) {
 		sc, ex := sc[:n], exps[:n]
 		// The exponentials first, all at once in a vector kernel: each
 		// step's argument is its score against the maximum before it.
@@ -250,27 +256,56 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 		}
 		quant.Exp32s(ex)
 		m, sum := maxs[i], sums[i]
-		from := 0 // first step whose value update is pending
 		for j, x := range sc {
 			ms, vs := float32(1), float32(1)
 			if x > m {
 				ms = ex[j]
 				m = x
-				quant.MadsF16(acc, vals[off+from*kvd:], kvd, weights[from:j])
-				quant.ScaleF16(acc, ms)
-				from = j
+				raised[j] = 1
 			} else {
 				vs = ex[j]
 			}
-			weights[j] = vs
+			w[j], f[j] = vs, ms
 			sum = sum*ms + vs
 		}
-		quant.MadsF16(acc, vals[off+from*kvd:], kvd, weights[from:n])
 		maxs[i], sums[i] = m, sum
 	}
+	// run takes the g queries from i (one row's heads) over n slots from
+	// slot on, consecutive in the cache, whose scores are in sc: each
+	// query's softmax steps, then the value updates of all g together
+	// (quant.MadsF16Group) in runs between the slots where some query's
+	// maximum rose, where those queries' accumulators are scaled. Each
+	// query's accumulator sees its own steps in its own order, as if it
+	// ran alone.
+	run := func(i, slot, n int, sc []float32, vals []uint16) {
+		for k := range g {
+			steps(i+k, n, sc[k*attnChunk:], weights[k*attnChunk:], factors[k*attnChunk:])
+		}
+		off := slot*kvd + kvh*hd
+		update := func(from, to int) {
+			if to > from {
+				quant.MadsF16Group(accs[i*hd:(i+g)*hd], hd, vals[off+from*kvd:], kvd, weights[from:], attnChunk, to-from)
+			}
+		}
+		from := 0
+		for j := range n {
+			if raised[j] == 0 {
+				continue
+			}
+			raised[j] = 0
+			update(from, j)
+			for k := range g {
+				if f := factors[k*attnChunk+j]; f != 1 {
+					quant.ScaleF16(accs[(i+k)*hd:(i+k+1)*hd], f)
+				}
+			}
+			from = j
+		}
+		update(from, n)
+	}
 	// Slots [0, base) are seen by every query; then, in a chain, batch row
-	// j (slot base+j) by queries j and later; in a tree (one query), the
-	// rows visible to it. Scores are computed for the whole block and
+	// j (slot base+j) by queries j and later; in a tree (one query row),
+	// the rows visible to it. Scores are computed for the whole block and
 	// chunk at once (in a chain's last chunks, some for slots a query does
 	// not see, which it then skips).
 	last := s.base
@@ -287,8 +322,8 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 			i0 = max(0, c0-s.base-r0) * g
 		}
 		quant.ScoresF16(scores[i0*attnChunk:], attnChunk, qs[i0*hd:], hd, keys[c0*kvd+kvh*hd:], kvd, c1-c0, kbuf)
-		for i := i0; i < nq; i++ {
-			// Query i sees slots below base+r0+i/g+1 (all of [0, base) in a tree).
+		for i := i0; i < nq; i += g {
+			// Row i/g sees slots below base+r0+i/g+1 (all of [0, base) in a tree).
 			end := c1
 			if s.chain {
 				end = min(c1, s.base+r0+i/g+1)
@@ -301,7 +336,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 		for _, j := range s.visible(s.treeRow(r0)) {
 			slot := s.base + int(j)
 			quant.ScoresF16(scores, attnChunk, qs, hd, keys[slot*kvd+kvh*hd:], kvd, 1, kbuf)
-			for i := range nq {
+			for i := 0; i < nq; i += g {
 				run(i, slot, 1, scores[i*attnChunk:], vals)
 			}
 		}

@@ -61,6 +61,9 @@ var f16Runs *f16RunKernels
 type f16RunKernels struct {
 	scores func(out []float32, ldo int, q []float32, hd int, keys []uint16, stride, count int, kbuf []float32) bool // false: not for this hd
 	mads   func(acc []float32, v []uint16, stride int, w []float32) bool
+	// group, when set, is MadsF16Group for the shapes it takes (false:
+	// not for this shape or kernel set).
+	group func(acc []float32, n int, v []uint16, stride int, w []float32, ws, count int) bool
 }
 
 // ScoresF16 sets out[i·ldo + j] to the dot product of query i (q holds
@@ -132,6 +135,28 @@ func MadsF16(acc []float32, v []uint16, stride int, w []float32) {
 		return
 	}
 	madsF16Go(acc, v, stride, w)
+}
+
+// MadsF16Group runs MadsF16(acc[q·n:(q+1)·n], v, stride, w[q·ws:q·ws+count])
+// for each of the len(acc)/n queries q: the queries that share a KV head
+// (grouped-query attention) over the same cache rows. Each query's
+// accumulator sees the same steps in the same order as in its own
+// MadsF16 call, so the bits are the same; a kernel can convert each value
+// row once for all the queries and keep their independent rounding chains
+// in flight together.
+func MadsF16Group(acc []float32, n int, v []uint16, stride int, w []float32, ws, count int) {
+	if count <= 0 || n <= 0 || len(acc) < n {
+		return
+	}
+	nq := len(acc) / n
+	_ = v[(count-1)*stride+n-1]
+	_ = w[(nq-1)*ws+count-1]
+	if f16Runs != nil && f16Runs.group != nil && k != &genericKernels && f16Runs.group(acc[:nq*n], n, v, stride, w, ws, count) {
+		return
+	}
+	for q := range nq {
+		MadsF16(acc[q*n:(q+1)*n], v, stride, w[q*ws:q*ws+count])
+	}
 }
 
 func madsF16Go(acc []float32, v []uint16, stride int, w []float32) {

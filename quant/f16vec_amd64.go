@@ -2,6 +2,8 @@
 
 package quant
 
+import "golang.org/x/sys/cpu"
+
 //go:noescape
 func madF16AVX2(acc *float32, v *uint16, n int, s float32)
 
@@ -23,8 +25,15 @@ func scores4F16AVX2(out *float32, q *float32, k *uint16, stride, groups, nb int)
 //go:noescape
 func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
 
+//go:noescape
+func mads4F16AVX512(acc *float32, n int, v *uint16, stride int, w *float32, ws, count int)
+
+// haveAVX512F16 reports AVX-512 F (ZMM conversions between F16 and float32)
+// besides AVX2, FMA and F16C.
+var haveAVX512F16 = haveAVX2FMA && cpu.X86.HasAVX512F
+
 var _ = haveAVX2FMA && func() bool {
-	f16Runs = &f16RunKernels{scores: scoresF16_amd64, mads: madsF16_amd64}
+	f16Runs = &f16RunKernels{scores: scoresF16_amd64, mads: madsF16_amd64, group: madsF16Group_amd64}
 	return archHook(func(s *kernelSet) {
 		s.madF16 = madF16_amd64
 		s.scaleF16 = scaleF16_amd64
@@ -99,5 +108,18 @@ func madsF16_amd64(acc []float32, v []uint16, stride int, w []float32) bool {
 		return false
 	}
 	madsF16AVX2(&acc[0], &v[0], 2*stride, &w[0], len(w), len(acc))
+	return true
+}
+
+// madsF16Group_amd64 takes groups of four queries whose length is a
+// multiple of 64 (Llama's heads: four query heads a KV head, 64 or 128
+// values) on the avx512 kernel set: mads4F16AVX512 keeps the four
+// queries' sixteen ZMM rounding chains in flight together and converts each
+// value row once for them. Other shapes and sets take one query at a time.
+func madsF16Group_amd64(acc []float32, n int, v []uint16, stride int, w []float32, ws, count int) bool {
+	if !haveAVX512F16 || k.name != "avx512" || n%64 != 0 || len(acc) != 4*n {
+		return false
+	}
+	mads4F16AVX512(&acc[0], n, &v[0], 2*stride, &w[0], 4*ws, count)
 	return true
 }

@@ -191,3 +191,59 @@ func TestRoundF16Kernels(t *testing.T) {
 		}
 	}
 }
+
+// TestMadsF16Group holds MadsF16Group to one query at a time through the
+// Go loop, bit for bit, with every kernel set: groups of 1–5 queries
+// (four of 64 and 128 values take the AVX-512 kernel where it runs),
+// weight rows apart, counts past a chunk, values with Inf and NaN among
+// them, and weights that overflow F16. Accumulators past the group stay.
+func TestMadsF16Group(t *testing.T) {
+	defer UseGeneric(false)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, set := range KernelSets() {
+		if err := UseKernels(set); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{8, 64, 128, 192} {
+			for _, nq := range []int{1, 3, 4, 5} {
+				for _, count := range []int{1, 2, 7, 64, 65} {
+					stride := n + 8*rng.IntN(3)
+					rows := make([]uint16, (count-1)*stride+n)
+					for i := range rows {
+						rows[i] = F32ToF16(float32(rng.NormFloat64()))
+					}
+					rows[rng.IntN(len(rows))] = 0x7c00 // +Inf
+					if count > 3 {
+						rows[rng.IntN(len(rows))] = 0xfe01 // a NaN
+					}
+					ws := count + rng.IntN(5)
+					w := make([]float32, nq*ws)
+					for i := range w {
+						w[i] = float32(rng.Float64())
+					}
+					w[rng.IntN(len(w))] = 70000 // past F16's range
+					acc := make([]float32, nq*n+1)
+					for i := range nq * n {
+						acc[i] = f16Table[F32ToF16(float32(rng.NormFloat64()))]
+					}
+					acc[nq*n] = 42
+					want := append([]float32(nil), acc[:nq*n]...)
+					for q := range nq {
+						for j := range count {
+							madF16Go(want[q*n:(q+1)*n], rows[j*stride:j*stride+n], w[q*ws+j])
+						}
+					}
+					MadsF16Group(acc[:nq*n], n, rows, stride, w, ws, count)
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(acc[i]) && !(math.IsNaN(float64(want[i])) && math.IsNaN(float64(acc[i]))) {
+							t.Fatalf("%s n=%d nq=%d count=%d: query %d index %d = %v, want %v", set, n, nq, count, i/n, i%n, acc[i], want[i])
+						}
+					}
+					if acc[nq*n] != 42 {
+						t.Fatalf("%s n=%d nq=%d: wrote past the group", set, n, nq)
+					}
+				}
+			}
+		}
+	}
+}
