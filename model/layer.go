@@ -257,16 +257,20 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 		quant.Exp32s(ex)
 		m, sum := maxs[i], sums[i]
 		for j, x := range sc {
-			ms, vs := float32(1), float32(1)
+			// sum = sum·ms + vs, the step of ggml's: where the maximum
+			// holds, ms is 1 and sum·1 is sum, so the add alone is the
+			// same bits a step's latency sooner.
 			if x > m {
-				ms = ex[j]
+				ms := ex[j]
 				m = x
 				raised[j] = 1
+				w[j], f[j] = 1, ms
+				sum = sum*ms + 1
 			} else {
-				vs = ex[j]
+				vs := ex[j]
+				w[j], f[j] = vs, 1
+				sum += vs
 			}
-			w[j], f[j] = vs, ms
-			sum = sum*ms + vs
 		}
 		maxs[i], sums[i] = m, sum
 	}
