@@ -70,12 +70,15 @@ func (p *ToolParser) Flush() []Delta {
 	for {
 		d, more := p.step(true)
 		out = append(out, d...)
-		if !more {
+		if more {
+			continue
+		}
+		if !p.inCall {
 			break
 		}
-	}
-	if p.inCall {
-		d, _ := p.endCall(true)
+		// A call left open ends here; if it was no call, the text after
+		// its opening tag is read again (it may hold another call).
+		d, _ = p.endCall(true)
 		out = append(out, d...)
 	}
 	if p.buf != "" {
@@ -301,12 +304,15 @@ func (p *ToolParser) endCall(cut bool) (_ []Delta, ok bool) {
 	return out, true
 }
 
-// abandon gives up on the call being read: its text is content.
+// abandon gives up on the call being read: the text that opened it is
+// content, and what followed is read again as text, where another call may
+// open (whether it does must not depend on how the reply was cut into
+// pieces, so the rest is never sent as content unread).
 func (p *ToolParser) abandon() []Delta {
-	out := []Delta{{Content: p.lead + p.buf}}
+	out := []Delta{{Content: p.lead}}
 	p.spoke = true
 	p.inCall = false
-	p.buf, p.lead = "", ""
+	p.lead = ""
 	if p.format == Llama3JSON {
 		p.textOnly = true
 	}

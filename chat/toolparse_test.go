@@ -59,6 +59,7 @@ func TestToolParser(t *testing.T) {
 		{"hermes think then call", Hermes, "<think>\nhmm <tool\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"b\"}}\n</tool_call>", "<think>\nhmm <tool\n</think>\n\n", []call{{"f", `{"a": "b"}`}}},
 		{"hermes plain text", Hermes, "Paris is sunny < 30°C <tool", "Paris is sunny < 30°C <tool", nil},
 		{"hermes not json", Hermes, "<tool_call>get_weather(Paris)</tool_call> ok", "<tool_call>get_weather(Paris)</tool_call> ok", nil},
+		{"hermes not json then a call", Hermes, "<tool_call>0<tool_call>{\"name\": \"f\"}</tool_call> ok", "<tool_call>0 ok", []call{{"f", `{}`}}},
 		{"hermes object without name", Hermes, `<tool_call>{"x": 1}</tool_call>`, `<tool_call>{"x": 1}</tool_call>`, nil},
 		{"hermes cut in the arguments", Hermes, `<tool_call>{"name": "f", "arguments": {"a": "lo`, "", []call{{"f", `{"a": "lo`}}},
 		{"hermes cut before the name", Hermes, `<tool_call>{"na`, `<tool_call>{"na`, nil},
