@@ -26,6 +26,9 @@ func scores4F16AVX2(out *float32, q *float32, k *uint16, stride, groups, nb int)
 func madsF16AVX2(acc *float32, v *uint16, stride int, w *float32, count, n int)
 
 //go:noescape
+func scoresG4F16AVX512(out *float32, ldo int, q *float32, hd int, k *uint16, stride, pairs int)
+
+//go:noescape
 func mads4F16AVX512(acc *float32, n int, v *uint16, stride int, w *float32, ws, count int)
 
 // haveAVX512F16 reports AVX-512 F (ZMM conversions between F16 and float32)
@@ -87,7 +90,14 @@ func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16,
 	}
 	_ = kbuf[hd-1]
 	j0 := 0
-	if hd%32 == 0 && count >= 4 {
+	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && nq%4 == 0 && count >= 2 {
+		// Pairs of rows, four queries at a time (a KV head's group):
+		// each row converted once for the four.
+		j0 = count &^ 1
+		for i := 0; i < nq; i += 4 {
+			scoresG4F16AVX512(&out[i*ldo], ldo, &q[i*hd], hd, &keys[0], 2*stride, j0/2)
+		}
+	} else if hd%32 == 0 && count >= 4 {
 		// Whole groups of four rows, one query at a time; the rest of
 		// the rows below.
 		j0 = count &^ 3

@@ -1,0 +1,33 @@
+package quant
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// The attention score run of one KV head at a cache depth: a Llama-3.2-1B
+// group (four query heads of 64 values, K rows of 8 heads' width) against
+// a chunk of key rows.
+func BenchmarkScoresF16(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ hd, nq, count int }{{64, 4, 256}, {128, 4, 256}, {64, 1, 256}} {
+		stride := 8 * c.hd
+		keys := make([]uint16, (c.count-1)*stride+c.hd)
+		for i := range keys {
+			keys[i] = F32ToF16(float32(rng.NormFloat64()))
+		}
+		q := make([]float32, c.nq*c.hd)
+		for i := range q {
+			q[i] = F16ToF32(F32ToF16(float32(rng.NormFloat64())))
+		}
+		out := make([]float32, c.nq*c.count)
+		kbuf := make([]float32, c.hd)
+		b.Run(fmt.Sprintf("hd%d-q%d-n%d", c.hd, c.nq, c.count), func(b *testing.B) {
+			b.SetBytes(int64(2 * c.hd * c.count))
+			for b.Loop() {
+				ScoresF16(out, c.count, q, c.hd, keys, stride, c.count, kbuf)
+			}
+		})
+	}
+}
