@@ -409,7 +409,7 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 	}
 	p("")
 	p("loop_%s:", name)
-	panelLoads(p, typ, blockBytes, panelTilePrefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
+	panelLoads(p, typ, blockBytes, "PREFETCHT0", panelTilePrefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
 	dots(p, c, []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
 	p("\tADDQ $%d, SI", blockBytes)
 	p("\tADDQ DX, R8")
@@ -478,7 +478,7 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	p("")
 	p("loop_%s:", name)
 	for j := 0; j < s; j++ {
-		panelLoads(p, typ, blockBytes, panelPrefetch, func(off int) string { return addr(off, j) })
+		panelLoads(p, typ, blockBytes, panelPrefetchOp, panelPrefetch, func(off int) string { return addr(off, j) })
 		p("\tVPBROADCASTD 4(R9), Z11")
 		for g := 0; g < 8; g++ {
 			p("\tVPDPBUSD.BCST %d(R8), Z%d, Z11", 4*g, g)
@@ -507,12 +507,12 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 }
 
 // panelLoads writes the loads of one panel block, its bytes at addr(off):
-// prefetches prefetch bytes ahead, the 16 scales converted into Z9 and
+// prefetches (instruction op) prefetch bytes ahead, the 16 scales converted into Z9 and
 // the weights into Z0-Z7 (values 4g..4g+3 of each row in Zg; Q4_0 nibbles
 // unpacked with the mask in Z10).
-func panelLoads(p func(string, ...any), typ string, blockBytes, prefetch int, addr func(off int) string) {
+func panelLoads(p func(string, ...any), typ string, blockBytes int, op string, prefetch int, addr func(off int) string) {
 	for k := 0; k < blockBytes; k += 64 {
-		p("\tPREFETCHT0 %s", addr(prefetch+k))
+		p("\t%s %s", op, addr(prefetch+k))
 	}
 	p("\tVCVTPH2PS %s, Z9", addr(0))
 	if typ == "Q4_0" {
@@ -533,6 +533,14 @@ func panelLoads(p func(string, ...any), typ string, blockBytes, prefetch int, ad
 // streams kernel prefetches each of its streams. (2048 and 3072 were 3% and
 // 7% slower than 1024 in the 1B Q4_0 decode on Zen 5, 2026-12-02.)
 const panelPrefetch = 1024
+
+// panelPrefetchOp is the streams kernel's prefetch instruction: into L2,
+// as the file layout's decode kernels (decPrefetch), since eight streams'
+// PREFETCHT0s tie up the L1 miss buffers. On Zen 4 (2026-12-03,
+// BenchmarkPanelDecodeDRAM/avx512, 6 alternated runs) T1 read a 128256x2048
+// Q4_0 matrix at 23.3-28.9 GB/s (median 27.7) against T0's 18.4-23.6
+// (median 20.0); four streams with T1 2048 bytes ahead gave 26.9.
+const panelPrefetchOp = "PREFETCHT1"
 
 // panelTilePrefetch is how far ahead, in bytes, the batch kernels prefetch
 // their one panel: about nine Q4_0 blocks, the ~20 ns of compute each of
