@@ -363,13 +363,16 @@ func streamsKernel(p func(string, ...any), f family, typ string, s int) {
 	p("")
 	p("loop_%s:", name)
 	// pf (bytes ahead in each stream, 0: none) is a parameter so that it
-	// can be measured without regenerating.
+	// can be measured without regenerating. Into L2 (T1): T0 ties up the
+	// L1 miss buffers that the streams' loads need (on Zen 4, 2026-12-03,
+	// 1B Q4_0 decode forced to avx2 38.7 -> 29.4 ms/token, medians of 4
+	// alternated), as decPrefetch found for the AVX-512 file-layout kernels.
 	p("\tTESTQ R14, R14")
 	p("\tJZ compute_%s", name)
 	p("\tLEAQ (SI)(R14*1), R13")
 	for j := 0; j < s; j++ {
 		for k := 0; k < bs; k += 64 {
-			p("\tPREFETCHT0 %d(R13)%s", k, [...]string{"", "(BX*1)", "(BX*2)", "(R12*1)"}[j])
+			p("\tPREFETCHT1 %d(R13)%s", k, [...]string{"", "(BX*1)", "(BX*2)", "(R12*1)"}[j])
 		}
 	}
 	p("compute_%s:", name)
