@@ -125,7 +125,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func printBench(w io.Writer, r *bench.Report) {
-	fmt.Fprintf(w, "cpu         %s (%s: %s)\n", r.CPU.Model, r.CPU.Arch, orDash(nonEmpty(strings.Join(r.CPU.Features, " "))))
+	fmt.Fprintf(w, "cpu         %s, %s: %s\n", r.CPU, r.CPU.Arch, orDash(nonEmpty(strings.Join(r.CPU.Features, " "))))
 	fmt.Fprintf(w, "model       %s (%s), %d threads, %s kernels\n", r.Model, r.Arch, r.Threads, r.Kernels)
 	fmt.Fprintf(w, "weights     %s in all, %s read per decoded token at a depth of %d tokens (%s of it keys and values)\n",
 		human(uint64(r.WeightBytes)), human(uint64(r.BytesPerToken)), r.Depth, human(uint64(r.KVBytesPerToken)))

@@ -13,6 +13,6 @@ import (
 // chosen from (run --stats), as bench's header does.
 func printKernels(w io.Writer) {
 	c := bench.DetectCPU()
-	fmt.Fprintf(w, "kernels     %s (%s: %s; sets here: %s)\n", quant.Kernels(), c.Arch,
+	fmt.Fprintf(w, "kernels     %s (%s; %s: %s; sets here: %s)\n", quant.Kernels(), c, c.Arch,
 		orDash(nonEmpty(strings.Join(c.Features, " "))), strings.Join(quant.KernelSets(), ", "))
 }
