@@ -157,7 +157,7 @@ func (s *State) attention(l int) {
 	}
 	s.attnBlocks = (s.n + s.attnQB - 1) / s.attnQB
 	s.attnNext.Store(0)
-	need := s.attnQB*group*(2*c.HeadDim+2+attnChunk) + (2*group+2)*attnChunk + c.HeadDim
+	need := s.attnQB*group*(2*c.HeadDim+2+attnChunk) + (3*group+1)*attnChunk + c.HeadDim
 	for w := range s.scratchF {
 		if len(s.scratchF[w]) < need {
 			s.scratchF[w] = make([]float32, need)
@@ -218,12 +218,13 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	sums, scratch := scratch[:nq], scratch[nq:]
 	scores, scratch := scratch[:nq*attnChunk], scratch[nq*attnChunk:]
 	// Per query of a group (g of them, attnChunk apart): its value
-	// updates' weights and the factors its accumulator is scaled by; per
-	// slot, whether some query's maximum rose there.
+	// updates' weights, the factors its accumulator is scaled by and its
+	// steps' exponentials; per slot, whether some query's maximum rose
+	// there.
 	weights, scratch := scratch[:g*attnChunk], scratch[g*attnChunk:]
 	factors, scratch := scratch[:g*attnChunk], scratch[g*attnChunk:]
 	raised, scratch := scratch[:attnChunk], scratch[attnChunk:]
-	exps, kbuf := scratch[:attnChunk], scratch[attnChunk:attnChunk+hd]
+	exps, kbuf := scratch[:g*attnChunk], scratch[g*attnChunk:g*attnChunk+hd]
 	for i := range nq {
 		qh := qs[i*hd : (i+1)*hd]
 		r, h := r0+i/g, kvh*g+i%g
@@ -234,45 +235,47 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	clear(accs)
 	clear(raised)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	// steps takes query i over n slots whose scores are in sc: the online
-	// softmax's maximum and sum, the weight of each slot's value update
-	// into w, and at a slot where the maximum rises the factor f its
-	// accumulator is scaled by before that slot's update (1 elsewhere,
-	// which would change no bit), marked in raised.
-	steps := func(i, n int, sc, w, f []float32) {
-		sc, ex := sc[:n], exps[:n]
+	// steps takes the g queries from i (one row's heads) over n slots
+	// whose scores are in sc (query i+k's attnChunk·k on): each query's
+	// online softmax maximum and sum, the weight of each slot's value
+	// update into weights, and at a slot where a query's maximum rises the
+	// factor f its accumulator is scaled by before that slot's update (1
+	// elsewhere, which would change no bit), marked in raised.
+	steps := func(i, n int, sc []float32) {
 		// The exponentials first, all at once in a vector kernel: each
 		// step's argument is its score against the maximum before it.
-		m := maxs[i]
-		for j, x := range sc {
-			x *= scale
-			sc[j] = x
-			if x > m {
-				ex[j] = m - x
-				m = x
-			} else {
-				ex[j] = x - m
+		for k := range g {
+			if g == 4 && k == 0 {
+				expArgs4(sc, exps, maxs[i:i+4], scale, n)
+				break
+			}
+			expArgs(sc[k*attnChunk:k*attnChunk+n], exps[k*attnChunk:k*attnChunk+n], maxs[i+k], scale)
+		}
+		if n == attnChunk {
+			quant.Exp32s(exps)
+		} else {
+			for k := range g {
+				quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
 			}
 		}
-		quant.Exp32s(ex)
-		m, sum := maxs[i], sums[i]
-		for j, x := range sc {
-			// sum = sum·ms + vs, the step of ggml's: where the maximum
-			// holds, ms is 1 and sum·1 is sum, so the add alone is the
-			// same bits a step's latency sooner.
-			if x > m {
-				ms := ex[j]
-				m = x
-				raised[j] = 1
-				w[j], f[j] = 1, ms
-				sum = sum*ms + 1
-			} else {
-				vs := ex[j]
-				w[j], f[j] = vs, 1
-				sum += vs
-			}
+		if g == 4 {
+			// The four queries' sums side by side: four chains of adds
+			// in flight instead of one at a time, each in its own order.
+			steps4(sc, exps, weights, factors, raised, maxs[i:i+4], sums[i:i+4], n)
+			return
 		}
-		maxs[i], sums[i] = m, sum
+		for k := range g {
+			o := k * attnChunk
+			m, sum := maxs[i+k], sums[i+k]
+			for j, x := range sc[o : o+n] {
+				var rose bool
+				m, sum, weights[o+j], factors[o+j], rose = softmaxStep(x, exps[o+j], m, sum)
+				if rose {
+					raised[j] = 1
+				}
+			}
+			maxs[i+k], sums[i+k] = m, sum
+		}
 	}
 	// run takes the g queries from i (one row's heads) over n slots from
 	// slot on, consecutive in the cache, whose scores are in sc: each
@@ -282,9 +285,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	// query's accumulator sees its own steps in its own order, as if it
 	// ran alone.
 	run := func(i, slot, n int, sc []float32, vals []uint16) {
-		for k := range g {
-			steps(i+k, n, sc[k*attnChunk:], weights[k*attnChunk:], factors[k*attnChunk:])
-		}
+		steps(i, n, sc)
 		off := slot*kvd + kvh*hd
 		update := func(from, to int) {
 			if to > from {
@@ -354,6 +355,93 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 			out[k] = acc[k] * inv
 		}
 	}
+}
+
+// expArgs scales a query's scores (in place) and writes each slot's
+// exponential argument against the running maximum before it, m at first:
+// m-x where the score x exceeds it, else x-m.
+func expArgs(sc, ex []float32, m, scale float32) {
+	ex = ex[:len(sc)]
+	for j, x := range sc {
+		x *= scale
+		sc[j] = x
+		if x > m {
+			ex[j] = m - x
+			m = x
+		} else {
+			ex[j] = x - m
+		}
+	}
+}
+
+// expArgs4 is expArgs for the four queries of a KV head (scores and
+// arguments attnChunk apart, running maxima from maxs, which it does not
+// change), slot by slot, so that their four chains of comparisons run
+// side by side.
+func expArgs4(sc, ex, maxs []float32, scale float32, n int) {
+	const c = attnChunk
+	sc0, sc1, sc2, sc3 := sc[:n], sc[c:c+n], sc[2*c:2*c+n], sc[3*c:3*c+n]
+	ex0, ex1, ex2, ex3 := ex[:n], ex[c:c+n], ex[2*c:2*c+n], ex[3*c:3*c+n]
+	m0, m1, m2, m3 := maxs[0], maxs[1], maxs[2], maxs[3]
+	for j := range sc0 {
+		x0, x1, x2, x3 := sc0[j]*scale, sc1[j]*scale, sc2[j]*scale, sc3[j]*scale
+		sc0[j], sc1[j], sc2[j], sc3[j] = x0, x1, x2, x3
+		ex0[j], m0 = expArg(x0, m0)
+		ex1[j], m1 = expArg(x1, m1)
+		ex2[j], m2 = expArg(x2, m2)
+		ex3[j], m3 = expArg(x3, m3)
+	}
+}
+
+// expArg is a slot's exponential argument against the running maximum m
+// before it, and the maximum after it.
+func expArg(x, m float32) (arg, nm float32) {
+	if x > m {
+		return m - x, x
+	}
+	return x - m, m
+}
+
+// softmaxStep is one slot of the online softmax, ggml's flash-attention
+// step: from the slot's score x, e its exponential against the maximum m
+// before it (exp(m-x) where x exceeds m, else exp(x-m)) and the sum so
+// far, the new maximum and sum, the weight of the slot's value update, the
+// factor the accumulator is scaled by before it, and whether the maximum
+// rose. Where it holds, sum·1 is sum: the add alone gives the same bits a
+// step's latency sooner.
+func softmaxStep(x, e, m, sum float32) (nm, nsum, w, f float32, rose bool) {
+	if x > m {
+		return x, sum*e + 1, 1, e, true
+	}
+	return m, sum + e, e, 1, false
+}
+
+// steps4 is softmaxStep over n slots for the four queries of a KV head
+// (their scores, exponentials, weights and factors attnChunk apart in sc,
+// ex, w and f), slot by slot, so that the four chains of dependent adds
+// run side by side; raised[j] is set where some query's maximum rose. Each
+// query's steps are those it would take alone, in the same order.
+func steps4(sc, ex, w, f, raised, maxs, sums []float32, n int) {
+	const c = attnChunk
+	sc0, sc1, sc2, sc3 := sc[:n], sc[c:c+n], sc[2*c:2*c+n], sc[3*c:3*c+n]
+	ex0, ex1, ex2, ex3 := ex[:n], ex[c:c+n], ex[2*c:2*c+n], ex[3*c:3*c+n]
+	w0, w1, w2, w3 := w[:n], w[c:c+n], w[2*c:2*c+n], w[3*c:3*c+n]
+	f0, f1, f2, f3 := f[:n], f[c:c+n], f[2*c:2*c+n], f[3*c:3*c+n]
+	raised = raised[:n]
+	m0, m1, m2, m3 := maxs[0], maxs[1], maxs[2], maxs[3]
+	s0, s1, s2, s3 := sums[0], sums[1], sums[2], sums[3]
+	for j := range raised {
+		var r0, r1, r2, r3 bool
+		m0, s0, w0[j], f0[j], r0 = softmaxStep(sc0[j], ex0[j], m0, s0)
+		m1, s1, w1[j], f1[j], r1 = softmaxStep(sc1[j], ex1[j], m1, s1)
+		m2, s2, w2[j], f2[j], r2 = softmaxStep(sc2[j], ex2[j], m2, s2)
+		m3, s3, w3[j], f3[j], r3 = softmaxStep(sc3[j], ex3[j], m3, s3)
+		if r0 || r1 || r2 || r3 {
+			raised[j] = 1
+		}
+	}
+	maxs[0], maxs[1], maxs[2], maxs[3] = m0, m1, m2, m3
+	sums[0], sums[1], sums[2], sums[3] = s0, s1, s2, s3
 }
 
 // rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).
