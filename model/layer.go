@@ -244,12 +244,12 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	steps := func(i, n int, sc []float32) {
 		// The exponentials first, all at once in a vector kernel: each
 		// step's argument is its score against the maximum before it.
-		for k := range g {
-			if g == 4 && k == 0 {
-				expArgs4(sc, exps, maxs[i:i+4], scale, n)
-				break
+		if g == 4 {
+			expArgs4(sc, exps, maxs[i:i+4], scale, n)
+		} else {
+			for k := range g {
+				expArgs(sc[k*attnChunk:k*attnChunk+n], exps[k*attnChunk:k*attnChunk+n], maxs[i+k], scale)
 			}
-			expArgs(sc[k*attnChunk:k*attnChunk+n], exps[k*attnChunk:k*attnChunk+n], maxs[i+k], scale)
 		}
 		if n == attnChunk {
 			quant.Exp32s(exps)

@@ -409,7 +409,7 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 	}
 	p("")
 	p("loop_%s:", name)
-	panelLoads(p, typ, blockBytes, "PREFETCHT1", panelTilePrefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
+	panelLoads(p, typ, blockBytes, panelTilePrefetchOp, panelTilePrefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
 	dots(p, c, []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
 	p("\tADDQ $%d, SI", blockBytes)
 	p("\tADDQ DX, R8")
@@ -507,9 +507,9 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 }
 
 // panelLoads writes the loads of one panel block, its bytes at addr(off):
-// prefetches (instruction op) prefetch bytes ahead, the 16 scales converted into Z9 and
-// the weights into Z0-Z7 (values 4g..4g+3 of each row in Zg; Q4_0 nibbles
-// unpacked with the mask in Z10).
+// prefetches (instruction op) prefetch bytes ahead, the 16 scales
+// converted into Z9 and the weights into Z0-Z7 (values 4g..4g+3 of each
+// row in Zg; Q4_0 nibbles unpacked with the mask in Z10).
 func panelLoads(p func(string, ...any), typ string, blockBytes int, op string, prefetch int, addr func(off int) string) {
 	for k := 0; k < blockBytes; k += 64 {
 		p("\t%s %s", op, addr(prefetch+k))
@@ -550,6 +550,8 @@ const panelPrefetchOp = "PREFETCHT1"
 // the 1B one; 2048 65.3 / 349; 2560 65.7 / 373; 3584 and 4608 no better.
 const panelTilePrefetch = 2560
 
-// The batch kernels prefetch into L2 too: on Zen 4 (2026-12-03, 1B Q4_0
-// batch 16, 4 alternated runs) PREFETCHT1 took 66.5-69.8 ms a pass against
-// T0's 67.9-77.5.
+// panelTilePrefetchOp is the batch kernels' prefetch instruction, into L2
+// as the streams kernels': on Zen 4 (2026-12-03, 1B Q4_0 batch 16, 4
+// alternated runs) PREFETCHT1 took 66.5-69.8 ms a pass against T0's
+// 67.9-77.5.
+const panelTilePrefetchOp = "PREFETCHT1"
