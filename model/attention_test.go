@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -66,4 +67,50 @@ func hiddenOf(t *testing.T, s *State, b Batch) []float32 {
 		out = append(out, s.Hidden(i)...)
 	}
 	return out
+}
+
+// TestFourHeadSteps holds the softmax steps of four query heads taken
+// together (expArgs4, steps4) against the steps of one head at a time, bit
+// for bit, on a model whose KV head has four query heads: every row's
+// final hidden state of a prompt longer than a chunk, run whole and in
+// uneven ubatches, then token by token.
+func TestFourHeadSteps(t *testing.T) {
+	defer func() { fourHeadSteps = true }()
+	m := openConformance(t, "llama3-tiny-q4_0.gguf")
+	if g := m.Config.Heads / m.Config.KVHeads; g != 4 {
+		t.Fatalf("llama3-tiny-q4_0 has %d query heads a KV head; the test needs 4", g)
+	}
+	const n = 200
+	V := m.Config.Vocab
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32((i*97 + 3) % V)
+	}
+	run := func(four bool) []float32 {
+		fourHeadSteps = four
+		s, _ := m.NewState(n + 8)
+		var out []float32
+		lo := 0
+		for _, hi := range []int{n / 2, n/2 + 37, n} {
+			out = append(out, hiddenOf(t, s, Chain(prompt[lo:hi]))...)
+			if err := s.CommitAll(); err != nil {
+				t.Fatal(err)
+			}
+			lo = hi
+		}
+		for i := range 8 {
+			out = append(out, hiddenOf(t, s, Chain([]int32{int32(i + 1)}))...)
+			if err := s.CommitAll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	want, got := run(false), run(true)
+	D := m.Config.Dim
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("row %d, value %d: %v with the four-head steps, %v one head at a time", i/D, i%D, got[i], want[i])
+		}
+	}
 }

@@ -244,7 +244,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	steps := func(i, n int, sc []float32) {
 		// The exponentials first, all at once in a vector kernel: each
 		// step's argument is its score against the maximum before it.
-		if g == 4 {
+		if g == 4 && fourHeadSteps {
 			expArgs4(sc, exps, maxs[i:i+4], scale, n)
 		} else {
 			for k := range g {
@@ -258,7 +258,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 				quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
 			}
 		}
-		if g == 4 {
+		if g == 4 && fourHeadSteps {
 			// The four queries' sums side by side: four chains of adds
 			// in flight instead of one at a time, each in its own order.
 			steps4(sc, exps, weights, factors, raised, maxs[i:i+4], sums[i:i+4], n)
@@ -356,6 +356,11 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 		}
 	}
 }
+
+// fourHeadSteps lets attendBlock take the softmax steps of four query
+// heads together (expArgs4, steps4); the tests turn it off to hold them
+// against the steps of one head at a time.
+var fourHeadSteps = true
 
 // expArgs scales a query's scores (in place) and writes each slot's
 // exponential argument against the running maximum before it, m at first:
