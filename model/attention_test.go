@@ -72,8 +72,8 @@ func hiddenOf(t *testing.T, s *State, b Batch) []float32 {
 // TestFourHeadSteps holds the softmax steps of four query heads taken
 // together (expArgs4, steps4) against the steps of one head at a time, bit
 // for bit, on a model whose KV head has four query heads: every row's
-// final hidden state of a prompt longer than a chunk, run whole and in
-// uneven ubatches, then token by token.
+// final hidden state of a prompt longer than a chunk, run in uneven
+// ubatches, then of eight decode steps after it.
 func TestFourHeadSteps(t *testing.T) {
 	defer func() { fourHeadSteps = true }()
 	m := openConformance(t, "llama3-tiny-q4_0.gguf")

@@ -241,10 +241,11 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	// update into weights, and at a slot where a query's maximum rises the
 	// factor f its accumulator is scaled by before that slot's update (1
 	// elsewhere, which would change no bit), marked in raised.
+	four := g == 4 && fourHeadSteps
 	steps := func(i, n int, sc []float32) {
 		// The exponentials first, all at once in a vector kernel: each
 		// step's argument is its score against the maximum before it.
-		if g == 4 && fourHeadSteps {
+		if four {
 			expArgs4(sc, exps, maxs[i:i+4], scale, n)
 		} else {
 			for k := range g {
@@ -258,7 +259,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 				quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
 			}
 		}
-		if g == 4 && fourHeadSteps {
+		if four {
 			// The four queries' sums side by side: four chains of adds
 			// in flight instead of one at a time, each in its own order.
 			steps4(sc, exps, weights, factors, raised, maxs[i:i+4], sums[i:i+4], n)
@@ -370,12 +371,7 @@ func expArgs(sc, ex []float32, m, scale float32) {
 	for j, x := range sc {
 		x *= scale
 		sc[j] = x
-		if x > m {
-			ex[j] = m - x
-			m = x
-		} else {
-			ex[j] = x - m
-		}
+		ex[j], m = expArg(x, m)
 	}
 }
 
