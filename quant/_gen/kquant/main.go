@@ -324,8 +324,6 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 	p("\tMOVL $0x0f0f0f0f, AX")
 	p("\tVMOVD AX, X15")
 	p("\tVPBROADCASTD X15, Y15")
-	p("")
-	p("loop_%s:", name)
 	q6Mask := "gk30<>(SB)"
 	if !q4 && pairs <= 4 {
 		// The high bits' mask in a register where one is free (the
@@ -335,6 +333,8 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		p("\tVMOVDQU gk30<>(SB), Y14")
 		q6Mask = "Y14"
 	}
+	p("")
+	p("loop_%s:", name)
 
 	// Decode each row's scales into a register.
 	for j := 0; j < r; j++ {
