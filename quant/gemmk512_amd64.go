@@ -105,12 +105,21 @@ func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float
 		clear(sums)
 		for b0 := 0; b0 < nb; b0 += q6kZChunk {
 			cnt := min(q6kZChunk, nb-b0)
+			// Each call prefetches the chunk its row takes next, or, on
+			// the row's last chunk, that row's first a tile on: the tile's
+			// rows are rb apart and read a chunk at a time, which the
+			// hardware prefetchers do not follow (Zen 4: 8192×2048 at n =
+			// 16 ran at 0.54× the AVX2 path without it).
+			pf := cnt * q6_KBytes
+			if b0+cnt >= nb {
+				pf = tr*rb - b0*q6_KBytes
+			}
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)
 				f := q6kZTBatch[cc-1]
 				for r := r0; r < r1; r++ {
 					f(&w[r*rb+b0*q6_KBytes], &at[(b0*n+c0)*q6kZActBytes], n*q6kZActBytes, cnt, &dy[b0*n+c0], 4*n,
-						&sums[((r-r0)*calls+j)*q6kZCols])
+						&sums[((r-r0)*calls+j)*q6kZCols], pf)
 				}
 				c0 += cc
 			}

@@ -965,8 +965,8 @@ loop_q6kZActs:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC1(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC1(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC1(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -974,6 +974,7 @@ TEXT ·gemmQ6KZTC1(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -982,6 +983,10 @@ TEXT ·gemmQ6KZTC1(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC1:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1040,8 +1045,8 @@ loop_gemmQ6KZTC1:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC2(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC2(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC2(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1049,6 +1054,7 @@ TEXT ·gemmQ6KZTC2(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1057,6 +1063,10 @@ TEXT ·gemmQ6KZTC2(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC2:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1121,8 +1131,8 @@ loop_gemmQ6KZTC2:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC3(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC3(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC3(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1130,6 +1140,7 @@ TEXT ·gemmQ6KZTC3(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1138,6 +1149,10 @@ TEXT ·gemmQ6KZTC3(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC3:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1211,8 +1226,8 @@ loop_gemmQ6KZTC3:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC4(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC4(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC4(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1220,6 +1235,7 @@ TEXT ·gemmQ6KZTC4(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1228,6 +1244,10 @@ TEXT ·gemmQ6KZTC4(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC4:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1307,8 +1327,8 @@ loop_gemmQ6KZTC4:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC5(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC5(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC5(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1316,6 +1336,7 @@ TEXT ·gemmQ6KZTC5(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1324,6 +1345,10 @@ TEXT ·gemmQ6KZTC5(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC5:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1417,8 +1442,8 @@ loop_gemmQ6KZTC5:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC6(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC6(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC6(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1426,6 +1451,7 @@ TEXT ·gemmQ6KZTC6(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1434,6 +1460,10 @@ TEXT ·gemmQ6KZTC6(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC6:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1533,8 +1563,8 @@ loop_gemmQ6KZTC6:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC7(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC7(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC7(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC7(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1542,6 +1572,7 @@ TEXT ·gemmQ6KZTC7(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1550,6 +1581,10 @@ TEXT ·gemmQ6KZTC7(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC7:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1658,8 +1693,8 @@ loop_gemmQ6KZTC7:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC8(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC8(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC8(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC8(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1667,6 +1702,7 @@ TEXT ·gemmQ6KZTC8(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1675,6 +1711,10 @@ TEXT ·gemmQ6KZTC8(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC8:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1789,8 +1829,8 @@ loop_gemmQ6KZTC8:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC9(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC9(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC9(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC9(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1798,6 +1838,7 @@ TEXT ·gemmQ6KZTC9(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1806,6 +1847,10 @@ TEXT ·gemmQ6KZTC9(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC9:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -1935,8 +1980,8 @@ loop_gemmQ6KZTC9:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC10(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC10(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC10(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC10(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -1944,6 +1989,7 @@ TEXT ·gemmQ6KZTC10(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -1952,6 +1998,10 @@ TEXT ·gemmQ6KZTC10(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC10:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -2087,8 +2137,8 @@ loop_gemmQ6KZTC10:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC11(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC11(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC11(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC11(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -2096,6 +2146,7 @@ TEXT ·gemmQ6KZTC11(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -2104,6 +2155,10 @@ TEXT ·gemmQ6KZTC11(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC11:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -2248,8 +2303,8 @@ loop_gemmQ6KZTC11:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC12(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC12(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC12(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC12(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -2257,6 +2312,7 @@ TEXT ·gemmQ6KZTC12(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -2265,6 +2321,10 @@ TEXT ·gemmQ6KZTC12(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC12:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -2415,8 +2475,8 @@ loop_gemmQ6KZTC12:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC13(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC13(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC13(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC13(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -2424,6 +2484,7 @@ TEXT ·gemmQ6KZTC13(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -2432,6 +2493,10 @@ TEXT ·gemmQ6KZTC13(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC13:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -2594,8 +2659,8 @@ loop_gemmQ6KZTC13:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC14(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC14(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC14(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC14(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -2603,6 +2668,7 @@ TEXT ·gemmQ6KZTC14(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -2611,6 +2677,10 @@ TEXT ·gemmQ6KZTC14(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC14:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -2779,8 +2849,8 @@ loop_gemmQ6KZTC14:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC15(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC15(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC15(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC15(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -2788,6 +2858,7 @@ TEXT ·gemmQ6KZTC15(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -2796,6 +2867,10 @@ TEXT ·gemmQ6KZTC15(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC15:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20
@@ -2973,8 +3048,8 @@ loop_gemmQ6KZTC15:
 	VZEROUPPER
 	RET
 
-// func gemmQ6KZTC16(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
-TEXT ·gemmQ6KZTC16(SB), NOSPLIT, $0-56
+// func gemmQ6KZTC16(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
+TEXT ·gemmQ6KZTC16(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ at+8(FP), DI
 	MOVQ ats+16(FP), R8
@@ -2982,6 +3057,7 @@ TEXT ·gemmQ6KZTC16(SB), NOSPLIT, $0-56
 	MOVQ dy+32(FP), BX
 	MOVQ dys+40(FP), DX
 	MOVQ s+48(FP), R11
+	MOVQ pf+56(FP), R12
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z17
 	MOVL $0x30303030, AX
@@ -2990,6 +3066,10 @@ TEXT ·gemmQ6KZTC16(SB), NOSPLIT, $0-56
 	VMOVUPS (R11), Z0
 
 loop_gemmQ6KZTC16:
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
 	VBROADCASTI64X4 128(SI), Z24
 	VPSRLVW Z19, Z24, Z24
 	VPSLLW $4, Z24, Z20

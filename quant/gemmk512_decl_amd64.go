@@ -34,59 +34,59 @@ const q6kZCols = 16
 func q6kZActs(a *byte, nb int, dst *byte, dsts int)
 
 //go:noescape
-func gemmQ6KZTC1(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC1(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC2(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC2(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC3(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC3(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC4(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC4(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC5(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC5(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC6(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC6(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC7(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC7(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC8(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC8(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC9(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC9(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC10(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC10(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC11(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC11(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC12(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC12(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC13(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC13(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC14(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC14(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC15(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC15(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 //go:noescape
-func gemmQ6KZTC16(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)
+func gemmQ6KZTC16(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)
 
 // q6kZActBytes is the size of one activation super-block as q6kZActs
 // writes it.
 const q6kZActBytes = 320
 
 // q6kZTBatch[c-1] is gemmQ6KZTC<c>.
-var q6kZTBatch = [...]func(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32){
+var q6kZTBatch = [...]func(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int){
 	gemmQ6KZTC1,
 	gemmQ6KZTC2,
 	gemmQ6KZTC3,

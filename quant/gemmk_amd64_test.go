@@ -383,7 +383,7 @@ func TestGemmKQ6KZShapes(t *testing.T) {
 							return
 						}
 						q6kZTBatch[c-1](&w[r*rb+b0*q6_KBytes], &at[(b0*acts+i0)*q6kZActBytes], acts*q6kZActBytes, cnt,
-							&dy[b0*acts+i0], 4*acts, &sums[0])
+							&dy[b0*acts+i0], 4*acts, &sums[0], []int{0, 64, 4096}[trial])
 					}
 					run(0, h)
 					run(h, nb-h)

@@ -335,7 +335,7 @@ func TestGemmKQ6KZKernelsCPUTime(t *testing.T) {
 			default:
 				fmt.Sscanf(name, "zmm TC%d", &c)
 				kern := q6kZTBatch[c-1]
-				f, pairs = func() { kern(&w[0], &at[0], q6kZCols*q6kZActBytes, nb, &dy[0], 4*q6kZCols, &sums[0]) }, nb*c
+				f, pairs = func() { kern(&w[0], &at[0], q6kZCols*q6kZActBytes, nb, &dy[0], 4*q6kZCols, &sums[0], 0) }, nb*c
 			}
 			d := cpuPerCall(f) / float64(pairs)
 			if b, ok := best[name]; !ok || d < b {

@@ -105,11 +105,11 @@ func main() {
 	fmt.Fprintf(&d, "\n// q6kZCols is the most activation rows a batch kernel takes.\nconst q6kZCols = %d\n", maxC)
 	d.WriteString("\n//go:noescape\nfunc q6kZActs(a *byte, nb int, dst *byte, dsts int)\n")
 	for c := 1; c <= maxC; c++ {
-		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZTC%d(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)\n", c)
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ6KZTC%d(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)\n", c)
 	}
 	fmt.Fprintf(&d, "\n// q6kZActBytes is the size of one activation super-block as q6kZActs\n// writes it.\nconst q6kZActBytes = %d\n", actBytes)
 	d.WriteString("\n// q6kZTBatch[c-1] is gemmQ6KZTC<c>.\n")
-	d.WriteString("var q6kZTBatch = [...]func(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32){\n")
+	d.WriteString("var q6kZTBatch = [...]func(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int){\n")
 	for c := 1; c <= maxC; c++ {
 		fmt.Fprintf(&d, "\tgemmQ6KZTC%d,\n", c)
 	}
@@ -462,8 +462,8 @@ func actsKernel(p func(string, ...any)) {
 func tKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ6KZTC%d", c)
 	p("")
-	p("// func %s(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("// func %s(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ at+8(FP), DI")
 	p("\tMOVQ ats+16(FP), R8")
@@ -471,6 +471,7 @@ func tKernel(p func(string, ...any), c int) {
 	p("\tMOVQ dy+32(FP), BX")
 	p("\tMOVQ dys+40(FP), DX")
 	p("\tMOVQ s+48(FP), R11")
+	p("\tMOVQ pf+56(FP), R12")
 	p("\tMOVL $0x0f0f0f0f, AX")
 	p("\tVPBROADCASTD AX, %s", z(zM0f))
 	p("\tMOVL $0x30303030, AX")
@@ -479,6 +480,10 @@ func tKernel(p func(string, ...any), c int) {
 	p("\tVMOVUPS (R11), Z0")
 	p("")
 	p("loop_%s:", name)
+	// The super-block pf bytes on: the lines of its 210 bytes.
+	for l := 0; l < 4; l++ {
+		p("\tPREFETCHT0 %d(SI)(R12*1)", 64*l)
+	}
 	// The row's four chunks into Z20..Z23, natural order.
 	for h := 0; h < 2; h++ {
 		p("\tVBROADCASTI64X4 %d(SI), Z24", 128+32*h)
