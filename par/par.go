@@ -4,10 +4,12 @@
 // spawns no goroutine and does not allocate. It is not a general task queue:
 // a Pool runs one loop at a time.
 //
-// Waking a parked goroutine costs tens of microseconds, as long as a small
-// loop takes, so workers that have just finished a chunk keep polling for
-// the next loop for a short while (spinWait) before they park, as ggml's
-// thread pool does; back-to-back loops then start at once.
+// Waking a parked goroutine costs tens of microseconds on bare metal and
+// more in a virtual machine, as long as a small loop takes, so workers that
+// have just finished a chunk keep polling for the next loop for a while
+// (spinWait) before they park, as ggml's thread pool does; back-to-back
+// loops then start at once. A caller about to sleep calls Rest, which parks
+// the idle workers at once.
 //
 // Each hand-off between two goroutines (a job to a worker that may be
 // parking, a helper's finish to a caller that may be parking) is one atomic
@@ -28,8 +30,18 @@ import (
 	"time"
 )
 
-// spinWait is how long an idle worker polls for new work before parking.
-const spinWait = 50 * time.Microsecond
+// spinWait is how long an idle worker polls for new work before parking,
+// and how long a caller polls for its helpers before it parks. It must
+// outlast the gaps inside a forward pass: the per-row work between two
+// matrix products, and the time one thread's share of a product runs on
+// after the other's, which in decode reaches hundreds of microseconds. At
+// 50µs both sides parked several times a token and paid a wake-up each
+// time: the 1B Q4_K decode on Zen 4 (2 vCPUs, 2026-12-03) took 28.1 ms a
+// token against 24.3 at 500µs, 24.6 at 1ms and 22.3 at 3ms (medians of four
+// alternated runs). It only costs when work stops: a worker polls for
+// spinWait once after the last loop of a burst, unless Rest parks it first.
+// A variable so that the tests can make parking frequent.
+var spinWait = 2 * time.Millisecond
 
 // Pool is a set of persistent workers that split loops over an index range.
 // A Pool with threads T keeps T-1 worker goroutines; the goroutine calling
@@ -47,7 +59,8 @@ type Pool struct {
 }
 
 // worker is one persistent goroutine. job is its whole state: nil while it
-// is idle, parked once it has committed to sleeping, or the loop to run
+// is idle, parked once it has committed to sleeping (or Rest has put it to
+// sleep), or the loop to run
 // (exiting to stop). The caller swaps a loop in; if it swapped parked out,
 // the worker is asleep or about to be, and gets exactly one token on wake.
 type worker struct {
@@ -113,7 +126,14 @@ func (p *Pool) work(w *worker) {
 	for {
 		idleSince := time.Now()
 		for spins := 0; ; spins++ {
-			if w.job.Load() != nil {
+			if j := w.job.Load(); j != nil {
+				if j == &parked {
+					// Rest parked this worker: the next post swaps a
+					// loop in and sends the token.
+					<-w.wake
+					idleSince = time.Now()
+					continue
+				}
 				// Only the caller stores a loop, and only into an idle or
 				// parked worker, so this takes what the load saw.
 				l := w.job.Swap(nil)
@@ -141,6 +161,23 @@ func (p *Pool) work(w *worker) {
 		if w.job.CompareAndSwap(nil, &parked) {
 			<-w.wake
 		}
+	}
+}
+
+// Rest parks the pool's idle workers now rather than after spinWait of
+// polling: a caller about to sleep (a governor's pause between layers or
+// steps) calls it so that the workers leave their cores to the rest of the
+// machine for the pause. The next loop wakes them, at the cost of a
+// wake-up. Like For, Rest is for the pool's one caller at a time; on a nil
+// or closed pool it does nothing.
+func (p *Pool) Rest() {
+	if p == nil || p.closed {
+		return
+	}
+	for _, w := range p.workers {
+		// An idle worker's job is nil; it sees parked at its next poll and
+		// waits for a token, which post sends because it swaps parked out.
+		w.job.CompareAndSwap(nil, &parked)
 	}
 }
 

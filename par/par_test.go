@@ -281,6 +281,8 @@ var faultSink byte
 // the hand-off: a wake-up lost by either side hangs the test (and the
 // binary's -timeout reports it).
 func TestParkWake(t *testing.T) {
+	defer func(d time.Duration) { spinWait = d }(spinWait)
+	spinWait = 50 * time.Microsecond
 	for _, threads := range []int{2, 3, 5} {
 		p := New(threads)
 		var sum atomic.Int64
@@ -306,5 +308,70 @@ func TestParkWake(t *testing.T) {
 			}
 		}
 		p.Close()
+	}
+}
+
+// TestRest parks idle workers with Rest between loops, at random moments
+// after a loop (helpers still finishing, polling or already parked), and
+// checks that every loop still runs whole and Close still returns: a
+// wake-up lost after Rest hangs the test.
+func TestRest(t *testing.T) {
+	for _, threads := range []int{2, 3, 5} {
+		p := New(threads)
+		var sum atomic.Int64
+		for i := range 400 {
+			want := sum.Load() + 97
+			p.For(97, func(lo, hi int) {
+				if i%5 == 3 && lo != 0 {
+					time.Sleep(time.Duration(i%4) * 15 * time.Microsecond)
+				}
+				sum.Add(int64(hi - lo))
+			})
+			if got := sum.Load(); got != want {
+				t.Fatalf("threads %d, loop %d: covered %d indices, want %d", threads, i, got-want+97, 97)
+			}
+			switch i % 3 {
+			case 0:
+				p.Rest()
+			case 1:
+				p.Rest()
+				p.Rest() // twice: the second finds the workers parked
+				time.Sleep(time.Duration(i%50) * time.Microsecond)
+			}
+		}
+		p.Rest()
+		p.Close()
+		p.Rest() // closed: nothing to do
+	}
+	var nilPool *Pool
+	nilPool.Rest()
+}
+
+// TestRestParks checks that Rest parks the workers at once, long before
+// spinWait would: after it, each worker's job is the parked sentinel, and
+// the next loop wakes every one of them.
+func TestRestParks(t *testing.T) {
+	defer func(d time.Duration) { spinWait = d }(spinWait)
+	spinWait = time.Hour // without Rest, workers would poll for the whole test
+	p := New(3)
+	defer p.Close()
+	p.For(3, func(lo, hi int) {})
+	p.Rest()
+	for i, w := range p.workers {
+		if w.job.Load() != &parked {
+			t.Fatalf("worker %d: job %p after Rest, want parked", i, w.job.Load())
+		}
+	}
+	// Each chunk waits until all three have started, which only three
+	// goroutines at once can do: each parked worker was woken.
+	var ran atomic.Int32
+	p.For(3, func(lo, hi int) {
+		ran.Add(1)
+		for deadline := time.Now().Add(10 * time.Second); ran.Load() < 3 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+	})
+	if ran.Load() != 3 {
+		t.Fatalf("after Rest, a loop of 3 chunks ran %d", ran.Load())
 	}
 }

@@ -3,6 +3,8 @@ package speculate
 import (
 	"errors"
 	"time"
+
+	"shade/par"
 )
 
 // Governor paces a Decoder for the sake of other work on the machine: the
@@ -34,11 +36,14 @@ type Governor interface {
 // errPreempted stops a draft pass from inside its layer hook.
 var errPreempted = errors.New("speculate: draft preempted")
 
-// sleepFor sleeps d (if positive) and returns it.
-func sleepFor(d time.Duration) time.Duration {
+// sleepFor sleeps d (if positive) and returns it. The pool's idle workers
+// park first, so that they do not poll through the pause on the cores the
+// governor is yielding.
+func sleepFor(pool *par.Pool, d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
+	pool.Rest()
 	t0 := time.Now()
 	time.Sleep(d)
 	return time.Since(t0)

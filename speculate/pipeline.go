@@ -192,7 +192,7 @@ func newStrategy(cfg Config, est *Estimates) (Strategy, error) {
 // targetLayer is the yield point after each target layer.
 func (d *Decoder) targetLayer(layer int) error {
 	if d.gov != nil {
-		d.stats.Sleep += sleepFor(d.gov.VerifyLayer(layer, d.target.Rows(), d.target.LayerTimes[layer]))
+		d.stats.Sleep += sleepFor(d.target.Model().Pool, d.gov.VerifyLayer(layer, d.target.Rows(), d.target.LayerTimes[layer]))
 	}
 	return nil
 }
@@ -335,7 +335,7 @@ func (d *Decoder) Step(out []int32) ([]int32, error) {
 	d.stats.VerifyTime += t2.Sub(t1)
 	d.stats.OtherTime += time.Since(t2)
 	if d.gov != nil {
-		d.stats.Sleep += sleepFor(d.gov.StepDone(len(path)+1, time.Since(t0)))
+		d.stats.Sleep += sleepFor(d.target.Model().Pool, d.gov.StepDone(len(path)+1, time.Since(t0)))
 	}
 	return out, nil
 }
