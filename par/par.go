@@ -60,9 +60,9 @@ type Pool struct {
 
 // worker is one persistent goroutine. job is its whole state: nil while it
 // is idle, parked once it has committed to sleeping (or Rest has put it to
-// sleep), or the loop to run
-// (exiting to stop). The caller swaps a loop in; if it swapped parked out,
-// the worker is asleep or about to be, and gets exactly one token on wake.
+// sleep), or the loop to run (exiting to stop). The caller swaps a loop in;
+// if it swapped parked out, the worker is asleep or about to be, and gets
+// exactly one token on wake.
 type worker struct {
 	job  atomic.Pointer[loop]
 	wake chan struct{} // buffered 1; at most one token, one per park
