@@ -90,7 +90,7 @@ func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16,
 	}
 	_ = kbuf[hd-1]
 	j0 := 0
-	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && nq%4 == 0 && count >= 2 {
+	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && hd <= 128 && nq%4 == 0 && count >= 2 {
 		// Pairs of rows, four queries at a time (a KV head's group):
 		// each row converted once for the four.
 		j0 = count &^ 1
