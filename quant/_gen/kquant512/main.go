@@ -452,13 +452,15 @@ func actsKernel(p func(string, ...any)) {
 	p("\tRET")
 }
 
-// tKernel writes gemmQ6KZTC<c>(w, at, ats, nb, dy, dys, s): one weight row
+// tKernel writes gemmQ6KZTC<c>(w, at, ats, nb, dy, dys, s, pf): one weight row
 // against c activation rows as q6kZActs writes them (activation i of
 // super-block b at at + b*ats + i*actBytes), adding to the 16 float32 sums
 // at s (lane i: activation row i) super-block by super-block in the twin's
 // order, so that a row's super-blocks can be taken in chunks. dy holds the
 // activation rows' scales by super-block: dy[i] for the first, then dys
-// bytes on for each next super-block (16 floats readable at each).
+// bytes on for each next super-block (16 floats readable at each). Before
+// each super-block it prefetches the lines of the one pf bytes on (the
+// caller's choice: what the row reads next).
 func tKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ6KZTC%d", c)
 	p("")
