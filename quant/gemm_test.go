@@ -363,31 +363,40 @@ func BenchmarkGemmActsPut(b *testing.B) {
 }
 
 // BenchmarkPanelDecodeDRAM measures one-row products (decode) on a repacked
-// matrix far larger than the caches (an LM head, 128256x2048) with each
-// kernel set this CPU runs, on 2 threads: MB/s is the weights' read rate,
-// to compare with the memory probe of `shade bench` in the same minute.
+// matrix far larger than the caches (an LM head, 128256x2048) of each type
+// with panels, with each kernel set this CPU runs, on 2 threads: MB/s is the
+// weights' read rate, to compare with the memory probe of `shade bench` in
+// the same minute and type with type.
 func BenchmarkPanelDecodeDRAM(b *testing.B) {
 	defer UseGeneric(false)
 	rng := rand.New(rand.NewPCG(65, 66))
 	rows, cols := 128256, 2048
-	m, _ := NewMatrix(Q4_0, rows, cols, randomWeights(rng, Q4_0, rows, cols))
-	m = Repackable(m, nil)
-	x := testData(rng, cols)
-	y := make([]float32, rows)
 	p := par.New(2)
 	defer p.Close()
-	for _, set := range KernelSets()[1:] {
-		if err := UseKernels(set); err != nil {
-			b.Fatal(err)
-		}
-		m.Repack(p)
-		b.Run(set, func(b *testing.B) {
-			var buf Scratch
-			b.SetBytes(int64(len(m.Data)))
-			for b.Loop() {
-				MatMul(p, m, x, 1, y, &buf)
+	for _, typ := range []Type{Q4_0, Q4_K} {
+		data := randomWeights(rng, typ, rows, cols)
+		if typ == Q4_K { // a normal f16 dmin: no subnormal float work
+			for i := 0; i < len(data); i += q4_KBytes {
+				data[i+3] = 0x20 | data[i+3]&0x83
 			}
-		})
-		m.DropPanels()
+		}
+		m, _ := NewMatrix(typ, rows, cols, data)
+		m = Repackable(m, nil)
+		x := testData(rng, cols)
+		y := make([]float32, rows)
+		for _, set := range KernelSets()[1:] {
+			if err := UseKernels(set); err != nil {
+				b.Fatal(err)
+			}
+			m.Repack(p)
+			b.Run(fmt.Sprintf("%v/%s", typ, set), func(b *testing.B) {
+				var buf Scratch
+				b.SetBytes(int64(len(m.Data)))
+				for b.Loop() {
+					MatMul(p, m, x, 1, y, &buf)
+				}
+			})
+			m.DropPanels()
+		}
 	}
 }
