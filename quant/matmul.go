@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"shade/par"
 )
@@ -105,8 +106,9 @@ type Scratch struct {
 
 	job      matJob
 	parts    [maxShared]matPart
-	sharesFn func(lo, hi int) // job.shares, bound once
-	inputFn  func(lo, hi int) // job.convert, bound once
+	claims   [maxClaimShares]atomic.Uint64 // job's per-share block claims (matJob.claim)
+	sharesFn func(lo, hi int)              // job.shares, bound once
+	inputFn  func(lo, hi int)              // job.convert, bound once
 }
 
 // maxShared is how many matrices MatMulShared computes in one pass (the
@@ -127,7 +129,26 @@ type matJob struct {
 	g       *gemmActs // the Q8_0 activations laid out for k.gemm, when it computes Q4_0 or Q8_0
 	parts   []matPart // the matrices
 	nshares int       // how many shares each part's rows are cut into
+	// With claims set, each share is cut into blocks that its owner takes
+	// from the front and a thread that has finished its own takes from the
+	// back (matJob.shares); claims[t] packs share t's next front block and
+	// its end.
+	claims []atomic.Uint64
+	blocks [maxShared]int // rows of a block of each part (a multiple of rowTile)
 }
+
+// maxClaimShares bounds the shares a product can balance by claiming
+// blocks; a pool with more threads splits statically.
+const maxClaimShares = 64
+
+// claimBlockBytes is about how many bytes of weights each block holds when
+// threads balance a product by claiming blocks. In decode the two threads'
+// shares of one product ran 20% apart at random (Zen 4, 2 vCPUs: 4.5 ms of
+// a 24 ms token spent waiting for the slower half), so a thread that
+// finishes first takes the other's last blocks; the last block bounds how
+// far apart they finish. Smaller blocks even the finish out more finely but
+// restart the kernels' read streams more often. 0 turns claiming off.
+var claimBlockBytes = 512 << 10
 
 // matPart is one matrix of a matJob.
 type matPart struct {
@@ -262,8 +283,14 @@ func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
 	// Each thread takes its share of every matrix, the rows ForGrain by
 	// rowTile would give it for that matrix alone (so one matrix is split
 	// as ForGrain splits it), rather than a run of the matrices laid end to
-	// end: that left the Q4_K decode 7-11% slower (Zen 5).
+	// end: that left the Q4_K decode 7-11% slower (Zen 5). The shares are
+	// cut into blocks that a thread done with its own takes from the others
+	// (matJob.shares).
 	j.nshares = min(p.Threads(), grains)
+	if j.nshares > 1 && j.nshares <= maxClaimShares && claimBlockBytes > 0 {
+		j.claims = buf.claims[:j.nshares]
+		j.startClaims()
+	}
 	p.For(j.nshares, buf.sharesFn)
 	for i := range parts {
 		runtime.KeepAlive(parts[i].m.pk) // panels may be memory the collector frees with m.pk
@@ -306,14 +333,102 @@ func (j *matJob) convert(lo, hi int) {
 
 // shares computes shares [lo, hi) of every matrix of the job: share t of a
 // matrix is its rows in chunk t of j.nshares as ForGrain by rowTile cuts them.
+// With claims, each share is cut into blocks, its owner takes them front to
+// back (one read stream, as without blocks) and then takes blocks from the
+// back of the share with the most left, until none is. Each output row is
+// computed once, by one kernel call whatever the cut, so the bits do not
+// depend on who computes it.
 func (j *matJob) shares(lo, hi int) {
-	for t := lo; t < hi; t++ {
-		for i := range j.parts {
-			pt := &j.parts[i]
-			if r0, r1 := par.Chunk(t, j.nshares, pt.m.Rows, rowTile); r0 < r1 {
-				j.partRows(pt, r0, r1)
+	if j.claims == nil {
+		for t := lo; t < hi; t++ {
+			for i := range j.parts {
+				pt := &j.parts[i]
+				if r0, r1 := par.Chunk(t, j.nshares, pt.m.Rows, rowTile); r0 < r1 {
+					j.partRows(pt, r0, r1)
+				}
 			}
 		}
+		return
+	}
+	for t := lo; t < hi; t++ {
+		for {
+			b, ok := j.claim(t, false)
+			if !ok {
+				break
+			}
+			j.block(t, b)
+		}
+	}
+	for {
+		t, most := -1, 0
+		for s := range j.claims {
+			v := j.claims[s].Load()
+			if left := int(v&0xffffffff) - int(v>>32); left > most {
+				t, most = s, left
+			}
+		}
+		if t < 0 {
+			return
+		}
+		if b, ok := j.claim(t, true); ok {
+			j.block(t, b)
+		}
+	}
+}
+
+// startClaims cuts every share into blocks of rowTile multiples of about
+// claimBlockBytes, and sets each share's claims to all of its blocks.
+func (j *matJob) startClaims() {
+	for i := range j.parts {
+		rows := claimBlockBytes / j.parts[i].rb
+		j.blocks[i] = max(rowTile, (rows+rowTile-1)/rowTile*rowTile)
+	}
+	for t := range j.claims {
+		n := 0
+		for i := range j.parts {
+			if r0, r1 := par.Chunk(t, j.nshares, j.parts[i].m.Rows, rowTile); r0 < r1 {
+				n += (r1 - r0 + j.blocks[i] - 1) / j.blocks[i]
+			}
+		}
+		j.claims[t].Store(uint64(n))
+	}
+}
+
+// claim takes share t's first block not yet taken, or with back its last.
+func (j *matJob) claim(t int, back bool) (int, bool) {
+	c := &j.claims[t]
+	for {
+		v := c.Load()
+		front, end := v>>32, v&0xffffffff
+		if front >= end {
+			return 0, false
+		}
+		if back {
+			if c.CompareAndSwap(v, front<<32|(end-1)) {
+				return int(end - 1), true
+			}
+		} else if c.CompareAndSwap(v, (front+1)<<32|end) {
+			return int(front), true
+		}
+	}
+}
+
+// block computes block b of share t: the parts' blocks of the share, in
+// order, are numbered from 0.
+func (j *matJob) block(t, b int) {
+	for i := range j.parts {
+		pt := &j.parts[i]
+		r0, r1 := par.Chunk(t, j.nshares, pt.m.Rows, rowTile)
+		if r0 >= r1 {
+			continue
+		}
+		n := (r1 - r0 + j.blocks[i] - 1) / j.blocks[i]
+		if b < n {
+			lo := r0 + b*j.blocks[i]
+			j.partRows(pt, lo, min(lo+j.blocks[i], r1))
+			return
+		}
+		b -= n
 	}
 }
 
