@@ -63,3 +63,42 @@ next:
 	JNZ  loop
 	VZEROUPPER
 	RET
+
+// func q4kBsumPairsAVX(a *byte, arb, n, nb int, bp *int16)
+// For each activation row i (of n, arb bytes apart) and super-block b (of
+// nb, q8_KBytes = 292 apart), the 8 sums of adjacent pairs of the block's
+// 16 int16 bsums (at byte 260) into bp[(b*n+i)*8:], one VPHADDW a block.
+TEXT ·q4kBsumPairsAVX(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ arb+8(FP), DX
+	MOVQ n+16(FP), CX
+	MOVQ nb+24(FP), BX
+	MOVQ bp+32(FP), DI
+	MOVQ CX, R8
+	SHLQ $4, R8 // n*16: bp's bytes per super-block
+	TESTQ CX, CX
+	JZ bsumDone
+	TESTQ BX, BX
+	JZ bsumDone
+
+bsumRow:
+	MOVQ SI, R9 // the row's super-block
+	MOVQ DI, R10 // its first output
+	MOVQ BX, R11
+
+bsumBlock:
+	VMOVDQU 260(R9), X0
+	VMOVDQU 276(R9), X1
+	VPHADDW X1, X0, X0
+	VMOVDQU X0, (R10)
+	ADDQ $292, R9
+	ADDQ R8, R10
+	DECQ R11
+	JNZ bsumBlock
+	ADDQ DX, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ bsumRow
+
+bsumDone:
+	RET

@@ -532,3 +532,35 @@ func BenchmarkQ4KDecodeKernels(b *testing.B) {
 		})
 	}
 }
+
+// TestQ4KBsumPairs holds the assembly's bsum pairs against its Go twin for
+// row and super-block counts, row gaps and misaligned buffers, with every
+// bsum value in play (the activations are random bytes).
+func TestQ4KBsumPairs(t *testing.T) {
+	if !haveAVX2FMA {
+		t.Skip("CPU lacks AVX2")
+	}
+	rng := rand.New(rand.NewPCG(87, 88))
+	for _, n := range []int{1, 2, 3, 8, 17} {
+		for _, nb := range []int{1, 2, 7, 8, 32, q4kDecMaxBlocks} {
+			arb := nb*q8_KBytes + rng.IntN(3)*q8_KBytes
+			a := misaligned(make([]byte, (n-1)*arb+nb*q8_KBytes), rng.IntN(8))
+			for i := range a {
+				a[i] = byte(rng.Uint32())
+			}
+			want := make([]int16, nb*n*8)
+			q4kBsumPairsGo(want, a, arb, n, nb)
+			got := make([]int16, nb*n*8+1)
+			got[len(got)-1] = 12345
+			q4kBsumPairs(got[:nb*n*8], a, arb, n, nb)
+			if got[len(got)-1] != 12345 {
+				t.Fatalf("n=%d nb=%d: wrote past bp", n, nb)
+			}
+			for e := range want {
+				if got[e] != want[e] {
+					t.Fatalf("n=%d nb=%d arb=%d: bp[%d] = %d, Go twin %d", n, nb, arb, e, got[e], want[e])
+				}
+			}
+		}
+	}
+}
