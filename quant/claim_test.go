@@ -60,9 +60,9 @@ func TestClaimOnce(t *testing.T) {
 // outputs are still bit for bit those of one thread, for every type, one
 // matrix or several at once, decode and batches, on every kernel path.
 func TestMatMulClaimedBlocks(t *testing.T) {
-	saved := claimBlockBytes
-	defer func() { claimBlockBytes = saved }()
-	claimBlockBytes = 1 // one rowTile a block: the most claims
+	savedBytes, savedRows := claimBlockBytes, claimBlockRows
+	defer func() { claimBlockBytes, claimBlockRows = savedBytes, savedRows }()
+	claimBlockBytes, claimBlockRows = 1, rowTile // one row tile a block: the most claims
 	forEachKernelPath(t, testMatMulClaimedBlocks)
 }
 

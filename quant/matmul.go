@@ -147,8 +147,18 @@ const maxClaimShares = 64
 // a 24 ms token spent waiting for the slower half), so a thread that
 // finishes first takes the other's last blocks; the last block bounds how
 // far apart they finish. Smaller blocks even the finish out more finely but
-// restart the kernels' read streams more often. 0 turns claiming off.
+// restart the kernels' read streams more often: against the static split,
+// decode on Zen 4 (alternated in one process) took 256 KiB blocks 4-10%
+// slower than 512 KiB, and 1 MiB no faster. 0 turns claiming off.
 var claimBlockBytes = 512 << 10
+
+// claimBlockRows divides every block's rows (a multiple of rowTile). The
+// one-row Q4_0 and Q8_0 panel kernels on amd64 read 8 panels of 16 rows far
+// apart at once and take a remainder one panel at a time, which blocks of 14
+// panels (an 8B's 512 KiB) left to that slower path for most of their rows:
+// 0.92x the static split's decode; in multiples of 128 rows, 1.07x.
+// A variable so that the tests can cut blocks of one row tile.
+var claimBlockRows = 128
 
 // matPart is one matrix of a matJob.
 type matPart struct {
@@ -381,7 +391,7 @@ func (j *matJob) shares(lo, hi int) {
 func (j *matJob) startClaims() {
 	for i := range j.parts {
 		rows := claimBlockBytes / j.parts[i].rb
-		j.blocks[i] = max(rowTile, (rows+rowTile-1)/rowTile*rowTile)
+		j.blocks[i] = max(claimBlockRows, (rows+claimBlockRows/2)/claimBlockRows*claimBlockRows)
 	}
 	for t := range j.claims {
 		n := 0
