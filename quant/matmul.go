@@ -134,7 +134,7 @@ type matJob struct {
 	// back (matJob.shares); claims[t] packs share t's next front block and
 	// its end.
 	claims []atomic.Uint64
-	blocks [maxShared]int // rows of a block of each part (a multiple of rowTile)
+	blocks [maxShared]int // rows of a block of each part (a multiple of claimBlockRows)
 }
 
 // maxClaimShares bounds the shares a product can balance by claiming
@@ -386,8 +386,9 @@ func (j *matJob) shares(lo, hi int) {
 	}
 }
 
-// startClaims cuts every share into blocks of rowTile multiples of about
-// claimBlockBytes, and sets each share's claims to all of its blocks.
+// startClaims cuts every share into blocks of about claimBlockBytes, a
+// multiple of claimBlockRows rows (a share's last block takes what is left),
+// and sets each share's claims to all of its blocks.
 func (j *matJob) startClaims() {
 	for i := range j.parts {
 		rows := claimBlockBytes / j.parts[i].rb
