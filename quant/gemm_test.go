@@ -261,7 +261,7 @@ func TestFMA32(t *testing.T) {
 
 // BenchmarkMatMulPanels measures MatMul on repacked Q4_0 and Q8_0 matrices
 // of a 1B model's shapes (attention 2048x2048, FFN up 8192x2048, FFN down
-// 2048x8192) for batches of 1, 8, 16 and 32 rows on 1 and 2 threads, with
+// 2048x8192) for batches of 1, 2, 4, 8, 16 and 32 rows on 1 and 2 threads, with
 // each kernel set this CPU runs: MB/s is the weights swept per call,
 // GMAC/s the multiply-adds.
 func BenchmarkMatMulPanels(b *testing.B) {
@@ -279,7 +279,7 @@ func BenchmarkMatMulPanels(b *testing.B) {
 				for _, threads := range []int{1, 2} {
 					p := par.New(threads)
 					m.Repack(p)
-					for _, n := range []int{1, 8, 16, 32} {
+					for _, n := range []int{1, 2, 4, 8, 16, 32} {
 						b.Run(fmt.Sprintf("%v/%s/%dx%d/threads=%d/n=%d", typ, set, rows, cols, threads, n), func(b *testing.B) {
 							x := testData(rng, n*cols)
 							y := make([]float32, n*rows)
