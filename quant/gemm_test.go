@@ -365,8 +365,8 @@ func BenchmarkGemmActsPut(b *testing.B) {
 // BenchmarkPanelDecodeDRAM measures one-row products (decode) on a repacked
 // matrix far larger than the caches (an LM head, 128256x2048) of each type
 // with panels, with each kernel set this CPU runs, on 2 threads: MB/s is the
-// weights' read rate, to compare with the memory probe of `shade bench` in
-// the same minute and type with type.
+// weights' read rate, to compare type against type and with the memory
+// probe of `shade bench` in the same minute.
 func BenchmarkPanelDecodeDRAM(b *testing.B) {
 	defer UseGeneric(false)
 	rng := rand.New(rand.NewPCG(65, 66))
