@@ -397,12 +397,21 @@ func (j *matJob) startClaims() {
 	for t := range j.claims {
 		n := 0
 		for i := range j.parts {
-			if r0, r1 := par.Chunk(t, j.nshares, j.parts[i].m.Rows, rowTile); r0 < r1 {
-				n += (r1 - r0 + j.blocks[i] - 1) / j.blocks[i]
-			}
+			_, _, blocks := j.partBlocks(t, i)
+			n += blocks
 		}
 		j.claims[t].Store(uint64(n))
 	}
+}
+
+// partBlocks returns part i's rows [r0, r1) in share t and how many blocks
+// they are cut into.
+func (j *matJob) partBlocks(t, i int) (r0, r1, blocks int) {
+	r0, r1 = par.Chunk(t, j.nshares, j.parts[i].m.Rows, rowTile)
+	if r0 >= r1 {
+		return r0, r1, 0
+	}
+	return r0, r1, (r1 - r0 + j.blocks[i] - 1) / j.blocks[i]
 }
 
 // claim takes share t's first block not yet taken, or with back its last.
@@ -428,15 +437,10 @@ func (j *matJob) claim(t int, back bool) (int, bool) {
 // order, are numbered from 0.
 func (j *matJob) block(t, b int) {
 	for i := range j.parts {
-		pt := &j.parts[i]
-		r0, r1 := par.Chunk(t, j.nshares, pt.m.Rows, rowTile)
-		if r0 >= r1 {
-			continue
-		}
-		n := (r1 - r0 + j.blocks[i] - 1) / j.blocks[i]
+		r0, r1, n := j.partBlocks(t, i)
 		if b < n {
 			lo := r0 + b*j.blocks[i]
-			j.partRows(pt, lo, min(lo+j.blocks[i], r1))
+			j.partRows(&j.parts[i], lo, min(lo+j.blocks[i], r1))
 			return
 		}
 		b -= n
