@@ -241,7 +241,9 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	}
 	p("compute_%s:", name)
 	p("\tVCVTPH2PS (SI), Y8")
-	if typ == "Q4_0" {
+	if typ == "Q4_0" && !f.vnni {
+		q4Interleaved(p, c)
+	} else if typ == "Q4_0" {
 		for g := 0; g < 4; g++ {
 			p("\tVMOVDQU %d(DI), %s", 64*g, y(g))
 			p("\tVPSRLW $4, %s, %s", y(g), y(g+4))
@@ -269,7 +271,7 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 		p("\tVMULPS Y8, Y10, Y10")
 		p("\tVFMADD231PS Y10, Y9, %s", y(11+i))
 	}
-	for i := 0; i < c && !f.vnni; i++ {
+	for i := 0; i < c && !f.vnni && typ != "Q4_0"; i++ {
 		// Activation group g' (values 4g'..4g'+3) pairs with weight
 		// register g': for Q4_0 the low nibbles of group g' for g' < 4
 		// and the high nibbles of group g'-4 (values 16+...) after.
@@ -318,6 +320,63 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// q4Interleaved writes the block body of the AVX2 Q4_0 half kernels:
+// the activation rows' chains interleaved instruction by instruction
+// (group by group, each row's products added into its own int16 sum),
+// not one row's eight-deep chain after another's. A row's chain is
+// VPMADDUBSW, seven VPADDW, VPMADDWD, the correction, a convert and an
+// FMA, some 22 cycles deep; one row after another, the out-of-order window
+// held too few rows' chains to keep the multiply pipes busy (c = 2 ran at
+// two thirds of what its instruction count allows). The int16 sums add
+// the same eight products in another order: every partial sum of them is
+// within ±30720, so no order saturates and the sums, and the bits, are
+// the row-by-row kernel's.
+//
+// Registers: Y0 and Y1 a group's low and high nibbles, Y2.. the rows'
+// int16 (then int32, then float) block sums, Y7, Y9 and Y10 temporaries,
+// Y8 the rows' scales dw, Y11.. the accumulators.
+func q4Interleaved(p func(string, ...any), c int) {
+	sum := func(i int) string { return y(2 + i) }
+	temps := []string{"Y7", "Y9", "Y10"}
+	k := 0
+	tmp := func() string { k++; return temps[k%len(temps)] }
+	for g := 0; g < 4; g++ {
+		p("\tVMOVDQU %d(DI), Y0", 64*g)
+		p("\tVPSRLW $4, Y0, Y1")
+		p("\tVPAND avx2Nib<>(SB), Y0, Y0")
+		p("\tVPAND avx2Nib<>(SB), Y1, Y1")
+		// Low nibbles of group g are values 4g..4g+3 of the block, the
+		// high ones 16+4g..16+4g+3.
+		for h, w := range []string{"Y0", "Y1"} {
+			for i := 0; i < c; i++ {
+				t := tmp()
+				p("\tVPBROADCASTD %d(R8), %s", 32*i+4*(g+4*h), t)
+				if g == 0 && h == 0 {
+					p("\tVPMADDUBSW %s, %s, %s", t, w, sum(i))
+				} else {
+					p("\tVPMADDUBSW %s, %s, %s", t, w, t)
+					p("\tVPADDW %s, %s, %s", t, sum(i), sum(i))
+				}
+			}
+		}
+	}
+	for i := 0; i < c; i++ {
+		p("\tVPMADDWD avx2Ones<>(SB), %s, %s", sum(i), sum(i))
+	}
+	for i := 0; i < c; i++ {
+		t := tmp()
+		p("\tVPBROADCASTD %d(R9), %s", 8*i+4, t)
+		p("\tVPADDD %s, %s, %s", t, sum(i), sum(i))
+		p("\tVCVTDQ2PS %s, %s", sum(i), sum(i))
+	}
+	for i := 0; i < c; i++ {
+		t := tmp()
+		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
+		p("\tVMULPS Y8, %s, %s", t, t)
+		p("\tVFMADD231PS %s, %s, %s", t, sum(i), y(11+i))
+	}
 }
 
 // streamsKernel writes gemm<typ>AVX2Streams<s>: s whole panels far apart (the
