@@ -741,6 +741,13 @@ func packTile(p func(string, ...any)) {
 	p("\tRET")
 }
 
+// tileTemps and tileSum are the tile kernels' registers for the broadcast
+// activation groups and their products, and activation row i's int16 sum
+// of a sub-block.
+var tileTemps = []string{"Y7", "Y8", "Y9"}
+
+func tileSum(i int) string { return fmt.Sprintf("Y%d", 2+i) }
+
 // tileKernel writes gemmQ4KTileC<c>(t *byte, nb int, a *byte, arb int, bp
 // *int16, bps int, y *float32, ys int): nb super-blocks of a packed tile
 // at t by c Q8_K activation rows (arb bytes apart), adding each output
@@ -780,28 +787,40 @@ func tileKernel(p func(string, ...any), c int) {
 		for l := 3 * j; l < min(3*j+3, (q4kTileBytes+63)/64); l++ {
 			p("\tPREFETCHT0 %d(SI)", tilePrefetch+64*l)
 		}
-		for g := 0; g < 8; g++ {
-			p("\tVMOVDQU %d(SI), Y%d", tileOffQ+256*(j/2)+32*g, g)
-			if j%2 == 1 {
-				p("\tVPSRLW $4, Y%d, Y%d", g, g)
-			}
-			p("\tVPAND gt0f<>(SB), Y%d, Y%d", g, g)
-		}
 		p("\tVMOVDQU %d(SI), Y15", tileOffScale+32*(j/4))
 		p("\tVPSHUFB gtsc<>+%d(SB), Y15, Y15", 32*(j%4))
-		for i := 0; i < c; i++ {
-			p("\tVPBROADCASTD %s, Y8", ac(i, 4+32*j))
-			p("\tVPMADDUBSW Y8, Y0, Y8")
-			for g := 1; g < 8; g++ {
-				p("\tVPBROADCASTD %s, Y9", ac(i, 4+32*j+4*g))
-				p("\tVPMADDUBSW Y9, Y%d, Y9", g)
-				p("\tVPADDW Y9, Y8, Y8")
+		// Group by group across the activation rows, each row's products
+		// added into its own int16 sum: the rows' chains (VPMADDUBSW,
+		// seven VPADDW, VPMADDWD, VPADDD) interleave, where one row's after
+		// another's left the out-of-order window short of independent
+		// work. The eight products add in another order than the row by
+		// row kernel's, exactly (every partial sum within ±30720).
+		k := 0
+		for g := 0; g < 8; g++ {
+			w := fmt.Sprintf("Y%d", g%2)
+			p("\tVMOVDQU %d(SI), %s", tileOffQ+256*(j/2)+32*g, w)
+			if j%2 == 1 {
+				p("\tVPSRLW $4, %s, %s", w, w)
 			}
+			p("\tVPAND gt0f<>(SB), %s, %s", w, w)
+			for i := 0; i < c; i++ {
+				t := tileTemps[k%len(tileTemps)]
+				k++
+				p("\tVPBROADCASTD %s, %s", ac(i, 4+32*j+4*g), t)
+				if g == 0 {
+					p("\tVPMADDUBSW %s, %s, %s", t, w, tileSum(i))
+				} else {
+					p("\tVPMADDUBSW %s, %s, %s", t, w, t)
+					p("\tVPADDW %s, %s, %s", t, tileSum(i), tileSum(i))
+				}
+			}
+		}
+		for i := 0; i < c; i++ {
 			if j == 0 {
-				p("\tVPMADDWD Y15, Y8, %s", acc(i))
+				p("\tVPMADDWD Y15, %s, %s", tileSum(i), acc(i))
 			} else {
-				p("\tVPMADDWD Y15, Y8, Y8")
-				p("\tVPADDD Y8, %s, %s", acc(i), acc(i))
+				p("\tVPMADDWD Y15, %s, %s", tileSum(i), tileSum(i))
+				p("\tVPADDD %s, %s, %s", tileSum(i), acc(i), acc(i))
 			}
 		}
 	}
