@@ -241,69 +241,10 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	}
 	p("compute_%s:", name)
 	p("\tVCVTPH2PS (SI), Y8")
-	if typ == "Q4_0" && !f.vnni {
-		q4Interleaved(p, c)
-	} else if typ == "Q4_0" {
-		for g := 0; g < 4; g++ {
-			p("\tVMOVDQU %d(DI), %s", 64*g, y(g))
-			p("\tVPSRLW $4, %s, %s", y(g), y(g+4))
-			p("\tVPAND avx2Nib<>(SB), %s, %s", y(g), y(g))
-			p("\tVPAND avx2Nib<>(SB), %s, %s", y(g+4), y(g+4))
-		}
+	if typ == "Q4_0" {
+		q4Interleaved(p, f, c)
 	} else {
-		for g := 0; g < 8; g++ {
-			p("\tVMOVDQU %d(DI), %s", 64*g, y(g))
-			if !f.vnni { // panels hold u = w^0x80, VPDPBUSD's operand
-				p("\tVPXOR avx2Flip<>(SB), %s, %s", y(g), y(g))
-				p("\tVMOVDQU %s, %d(SP)", y(g), 32*g)
-				p("\tVPABSB %s, %s", y(g), y(g))
-			}
-		}
-	}
-	for i := 0; i < c && f.vnni; i++ {
-		p("\tVPBROADCASTD %d(R9), Y9", 8*i+4)
-		for g := 0; g < 8; g++ {
-			p("\tVPBROADCASTD %d(R8), Y10", 32*i+4*g)
-			p("\t%s", vpdpbusd(9, g, 10))
-		}
-		p("\tVCVTDQ2PS Y9, Y9")
-		p("\tVBROADCASTSS %d(R9), Y10", 8*i)
-		p("\tVMULPS Y8, Y10, Y10")
-		p("\tVFMADD231PS Y10, Y9, %s", y(11+i))
-	}
-	for i := 0; i < c && !f.vnni && typ != "Q4_0"; i++ {
-		// Activation group g' (values 4g'..4g'+3) pairs with weight
-		// register g': for Q4_0 the low nibbles of group g' for g' < 4
-		// and the high nibbles of group g'-4 (values 16+...) after.
-		for g := 0; g < 8; g++ {
-			t := "Y10"
-			if g == 0 {
-				t = "Y9"
-			}
-			p("\tVPBROADCASTD %d(R8), %s", 32*i+4*g, t)
-			if typ == "Q4_0" {
-				p("\tVPMADDUBSW %s, %s, %s", t, y(g), t)
-				if g > 0 {
-					p("\tVPADDW Y10, Y9, Y9")
-				}
-			} else {
-				p("\tVPSIGNB %d(SP), %s, %s", 32*g, t, t)
-				p("\tVPMADDUBSW %s, %s, %s", t, y(g), t)
-				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", t, t)
-				if g > 0 {
-					p("\tVPADDD Y10, Y9, Y9")
-				}
-			}
-		}
-		if typ == "Q4_0" {
-			p("\tVPMADDWD avx2Ones<>(SB), Y9, Y9")
-			p("\tVPBROADCASTD %d(R9), Y10", 8*i+4)
-			p("\tVPADDD Y10, Y9, Y9")
-		}
-		p("\tVCVTDQ2PS Y9, Y9")
-		p("\tVBROADCASTSS %d(R9), Y10", 8*i)
-		p("\tVMULPS Y8, Y10, Y10")
-		p("\tVFMADD231PS Y10, Y9, %s", y(11+i))
+		q8Rows(p, f, c)
 	}
 	p("\tADDQ BX, SI")
 	p("\tADDQ BX, DI")
@@ -322,26 +263,73 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	p("\tRET")
 }
 
-// q4Interleaved writes the block body of the AVX2 Q4_0 half kernels:
-// the activation rows' chains interleaved instruction by instruction
-// (group by group, each row's products added into its own int16 sum),
-// not one row's eight-deep chain after another's. A row's chain is
-// VPMADDUBSW, seven VPADDW, VPMADDWD, the correction, a convert and an
-// FMA, some 22 cycles deep; one row after another, the out-of-order window
-// held too few rows' chains to keep the multiply pipes busy (c = 2 ran at
-// two thirds of what its instruction count allows). The int16 sums add
-// the same eight products in another order: every partial sum of them is
-// within ±30720, so no order saturates and the sums, and the bits, are
-// the row-by-row kernel's.
+// q8Rows writes the block body of the Q8_0 half kernels, row after row:
+// each activation group g (values 4g..4g+3) with weight register g.
+func q8Rows(p func(string, ...any), f family, c int) {
+	for g := 0; g < 8; g++ {
+		p("\tVMOVDQU %d(DI), %s", 64*g, y(g))
+		if !f.vnni { // panels hold u = w^0x80, VPDPBUSD's operand
+			p("\tVPXOR avx2Flip<>(SB), %s, %s", y(g), y(g))
+			p("\tVMOVDQU %s, %d(SP)", y(g), 32*g)
+			p("\tVPABSB %s, %s", y(g), y(g))
+		}
+	}
+	for i := 0; i < c; i++ {
+		if f.vnni {
+			p("\tVPBROADCASTD %d(R9), Y9", 8*i+4)
+			for g := 0; g < 8; g++ {
+				p("\tVPBROADCASTD %d(R8), Y10", 32*i+4*g)
+				p("\t%s", vpdpbusd(9, g, 10))
+			}
+		} else {
+			for g := 0; g < 8; g++ {
+				t := "Y10"
+				if g == 0 {
+					t = "Y9"
+				}
+				p("\tVPBROADCASTD %d(R8), %s", 32*i+4*g, t)
+				p("\tVPSIGNB %d(SP), %s, %s", 32*g, t, t)
+				p("\tVPMADDUBSW %s, %s, %s", t, y(g), t)
+				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", t, t)
+				if g > 0 {
+					p("\tVPADDD Y10, Y9, Y9")
+				}
+			}
+		}
+		p("\tVCVTDQ2PS Y9, Y9")
+		p("\tVBROADCASTSS %d(R9), Y10", 8*i)
+		p("\tVMULPS Y8, Y10, Y10")
+		p("\tVFMADD231PS Y10, Y9, %s", y(11+i))
+	}
+}
+
+// q4Interleaved writes the block body of the Q4_0 half kernels: the
+// activation rows' chains interleaved instruction by instruction (group by
+// group, each row's products added into its own sum), not one row's
+// eight-deep chain after another's. A row's chain is some 22 cycles deep
+// on AVX2 (VPMADDUBSW, seven VPADDW, VPMADDWD, the correction, a convert
+// and an FMA) and deeper with AVX-VNNI (eight dependent VPDPBUSD); one row
+// after another, the out-of-order window held too few rows' chains to keep
+// the multiply pipes busy (on Zen 4, AVX2 c = 2 ran at two thirds of what
+// its instruction count allows). On AVX2 each row's int16 sum adds the same
+// eight products in another order: every partial sum of them is within
+// ±30720, so no order saturates and the sums, and the bits, are the
+// row-by-row kernel's. With AVX-VNNI the int32 sums are exact in any order.
 //
 // Registers: Y0 and Y1 a group's low and high nibbles, Y2.. the rows'
-// int16 (then int32, then float) block sums, Y7, Y9 and Y10 temporaries,
-// Y8 the rows' scales dw, Y11.. the accumulators.
-func q4Interleaved(p func(string, ...any), c int) {
+// block sums (int16 on AVX2, then int32, then float), Y7, Y9 and Y10
+// temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
+func q4Interleaved(p func(string, ...any), f family, c int) {
 	sum := func(i int) string { return y(2 + i) }
-	temps := []string{"Y7", "Y9", "Y10"}
+	temps := []int{7, 9, 10}
 	k := 0
-	tmp := func() string { k++; return temps[k%len(temps)] }
+	tmp := func() int { k++; return temps[k%len(temps)] }
+	if f.vnni {
+		// The sums start at the correction.
+		for i := 0; i < c; i++ {
+			p("\tVPBROADCASTD %d(R9), %s", 8*i+4, sum(i))
+		}
+	}
 	for g := 0; g < 4; g++ {
 		p("\tVMOVDQU %d(DI), Y0", 64*g)
 		p("\tVPSRLW $4, Y0, Y1")
@@ -349,30 +337,35 @@ func q4Interleaved(p func(string, ...any), c int) {
 		p("\tVPAND avx2Nib<>(SB), Y1, Y1")
 		// Low nibbles of group g are values 4g..4g+3 of the block, the
 		// high ones 16+4g..16+4g+3.
-		for h, w := range []string{"Y0", "Y1"} {
+		for h := 0; h < 2; h++ {
 			for i := 0; i < c; i++ {
 				t := tmp()
-				p("\tVPBROADCASTD %d(R8), %s", 32*i+4*(g+4*h), t)
-				if g == 0 && h == 0 {
-					p("\tVPMADDUBSW %s, %s, %s", t, w, sum(i))
-				} else {
-					p("\tVPMADDUBSW %s, %s, %s", t, w, t)
-					p("\tVPADDW %s, %s, %s", t, sum(i), sum(i))
+				p("\tVPBROADCASTD %d(R8), %s", 32*i+4*(g+4*h), y(t))
+				switch {
+				case f.vnni:
+					p("\t%s", vpdpbusd(2+i, h, t))
+				case g == 0 && h == 0:
+					p("\tVPMADDUBSW %s, %s, %s", y(t), y(h), sum(i))
+				default:
+					p("\tVPMADDUBSW %s, %s, %s", y(t), y(h), y(t))
+					p("\tVPADDW %s, %s, %s", y(t), sum(i), sum(i))
 				}
 			}
 		}
 	}
-	for i := 0; i < c; i++ {
+	for i := 0; i < c && !f.vnni; i++ {
 		p("\tVPMADDWD avx2Ones<>(SB), %s, %s", sum(i), sum(i))
 	}
 	for i := 0; i < c; i++ {
-		t := tmp()
-		p("\tVPBROADCASTD %d(R9), %s", 8*i+4, t)
-		p("\tVPADDD %s, %s, %s", t, sum(i), sum(i))
+		if !f.vnni {
+			t := tmp()
+			p("\tVPBROADCASTD %d(R9), %s", 8*i+4, y(t))
+			p("\tVPADDD %s, %s, %s", y(t), sum(i), sum(i))
+		}
 		p("\tVCVTDQ2PS %s, %s", sum(i), sum(i))
 	}
 	for i := 0; i < c; i++ {
-		t := tmp()
+		t := y(tmp())
 		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
 		p("\tVMULPS Y8, %s, %s", t, t)
 		p("\tVFMADD231PS %s, %s, %s", t, sum(i), y(11+i))
