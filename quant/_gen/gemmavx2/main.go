@@ -195,21 +195,13 @@ func vpdpbusd(dst, src1, src2 int) string {
 //
 // Registers: SI ws, DI wg, BX bs, CX blocks left, R8 the activation block
 // (row i at 32i), DX the activation stride per block, R9 the side entries
-// (row i at 8i), R10 their stride, R11 y, R12 ys. Y0-Y7 the weights (value
-// group g in Yg), Y8 the rows' scales dw, Y9 and Y10 temporaries, Y11..
-// the accumulators. Q8_0 keeps the signed weights in a 256-byte frame for
-// VPSIGNB and |w| in Y0-Y7. With AVX-VNNI Y0-Y7 hold the unsigned weights
-// (Q8_0 flipped to w^0x80), Y9 a row's int32 sum from its correction on,
-// Y10 the activation group broadcast.
+// (row i at 8i), R10 their stride, R11 y, R12 ys, R14 pf; the block body
+// (q4Interleaved, q8Interleaved) takes the vector registers.
 func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	name := fmt.Sprintf("gemm%s%sx%d", typ, f.name, c)
-	frame := 0
-	if typ == "Q8_0" && !f.vnni {
-		frame = 256
-	}
 	p("")
 	p("// func %s(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $%d-88", name, frame)
+	p("TEXT ·%s(SB), NOSPLIT, $0-88", name)
 	p("\tMOVQ ws+0(FP), SI")
 	p("\tMOVQ wg+8(FP), DI")
 	p("\tMOVQ bs+16(FP), BX")
@@ -244,7 +236,7 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	if typ == "Q4_0" {
 		q4Interleaved(p, f, c)
 	} else {
-		q8Rows(p, f, c)
+		q8Interleaved(p, f, c)
 	}
 	p("\tADDQ BX, SI")
 	p("\tADDQ BX, DI")
@@ -263,43 +255,59 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	p("\tRET")
 }
 
-// q8Rows writes the block body of the Q8_0 half kernels, row after row:
-// each activation group g (values 4g..4g+3) with weight register g.
-func q8Rows(p func(string, ...any), f family, c int) {
+// q8Interleaved writes the block body of the Q8_0 half kernels, the rows'
+// chains interleaved group by group as q4Interleaved's: each activation
+// group g (values 4g..4g+3) with the weights' group g. On AVX2 the
+// signed weights stay in a register for VPSIGNB (no frame) and |w| in
+// another; each group's product is widened to int32 before it is added,
+// so the sums are exact in any order. With AVX-VNNI each group is one
+// VPDPBUSD of the panels' u = w^0x80 into a sum that starts at the
+// correction.
+//
+// Registers: Y0 the group's weights as the panel holds them (AVX2: then
+// signed), Y1 their magnitudes (AVX2), Y2.. the rows' block sums, Y7, Y9
+// and Y10 temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
+func q8Interleaved(p func(string, ...any), f family, c int) {
+	sum := func(i int) string { return y(2 + i) }
+	temps := []int{7, 9, 10}
+	k := 0
+	tmp := func() int { k++; return temps[k%len(temps)] }
+	if f.vnni {
+		for i := 0; i < c; i++ {
+			p("\tVPBROADCASTD %d(R9), %s", 8*i+4, sum(i))
+		}
+	}
 	for g := 0; g < 8; g++ {
-		p("\tVMOVDQU %d(DI), %s", 64*g, y(g))
+		p("\tVMOVDQU %d(DI), Y0", 64*g)
 		if !f.vnni { // panels hold u = w^0x80, VPDPBUSD's operand
-			p("\tVPXOR avx2Flip<>(SB), %s, %s", y(g), y(g))
-			p("\tVMOVDQU %s, %d(SP)", y(g), 32*g)
-			p("\tVPABSB %s, %s", y(g), y(g))
+			p("\tVPXOR avx2Flip<>(SB), Y0, Y0")
+			p("\tVPABSB Y0, Y1")
+		}
+		for i := 0; i < c; i++ {
+			t := tmp()
+			p("\tVPBROADCASTD %d(R8), %s", 32*i+4*g, y(t))
+			if f.vnni {
+				p("\t%s", vpdpbusd(2+i, 0, t))
+				continue
+			}
+			p("\tVPSIGNB Y0, %s, %s", y(t), y(t))
+			p("\tVPMADDUBSW %s, Y1, %s", y(t), y(t))
+			if g == 0 {
+				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", y(t), sum(i))
+			} else {
+				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", y(t), y(t))
+				p("\tVPADDD %s, %s, %s", y(t), sum(i), sum(i))
+			}
 		}
 	}
 	for i := 0; i < c; i++ {
-		if f.vnni {
-			p("\tVPBROADCASTD %d(R9), Y9", 8*i+4)
-			for g := 0; g < 8; g++ {
-				p("\tVPBROADCASTD %d(R8), Y10", 32*i+4*g)
-				p("\t%s", vpdpbusd(9, g, 10))
-			}
-		} else {
-			for g := 0; g < 8; g++ {
-				t := "Y10"
-				if g == 0 {
-					t = "Y9"
-				}
-				p("\tVPBROADCASTD %d(R8), %s", 32*i+4*g, t)
-				p("\tVPSIGNB %d(SP), %s, %s", 32*g, t, t)
-				p("\tVPMADDUBSW %s, %s, %s", t, y(g), t)
-				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", t, t)
-				if g > 0 {
-					p("\tVPADDD Y10, Y9, Y9")
-				}
-			}
-		}
-		p("\tVCVTDQ2PS Y9, Y9")
-		p("\tVBROADCASTSS %d(R9), Y10", 8*i)
-		p("\tVMULPS Y8, Y10, Y10")
-		p("\tVFMADD231PS Y10, Y9, %s", y(11+i))
+		p("\tVCVTDQ2PS %s, %s", sum(i), sum(i))
+	}
+	for i := 0; i < c; i++ {
+		t := y(tmp())
+		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
+		p("\tVMULPS Y8, %s, %s", t, t)
+		p("\tVFMADD231PS %s, %s, %s", t, sum(i), y(11+i))
 	}
 }
 
