@@ -255,6 +255,38 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	p("\tRET")
 }
 
+// blockSum is activation row i's block sum in the interleaved bodies.
+func blockSum(i int) string { return y(2 + i) }
+
+// temps hands out the interleaved bodies' three temporaries in turn, so
+// that neighbouring instructions write different registers.
+type temps struct{ k int }
+
+func (t *temps) next() int {
+	t.k++
+	return []int{7, 9, 10}[t.k%3]
+}
+
+// startAtCorrection writes, for AVX-VNNI, the c block sums' start: the
+// gemmActs correction of their activation rows.
+func startAtCorrection(p func(string, ...any), f family, c int) {
+	for i := 0; i < c && f.vnni; i++ {
+		p("\tVPBROADCASTD %d(R9), %s", 8*i+4, blockSum(i))
+	}
+}
+
+// blockFloat writes the end of a block: each row's float32 sum (already
+// converted) times dw·da added into its accumulator, acc = fma(sum,
+// dw*da, acc) as gemmGo rounds it.
+func blockFloat(p func(string, ...any), c int, tt *temps) {
+	for i := 0; i < c; i++ {
+		t := y(tt.next())
+		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
+		p("\tVMULPS Y8, %s, %s", t, t)
+		p("\tVFMADD231PS %s, %s, %s", t, blockSum(i), y(11+i))
+	}
+}
+
 // q8Interleaved writes the block body of the Q8_0 half kernels, the rows'
 // chains interleaved group by group as q4Interleaved's: each activation
 // group g (values 4g..4g+3) with the weights' group g. On AVX2 the
@@ -268,15 +300,8 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 // signed), Y1 their magnitudes (AVX2), Y2.. the rows' block sums, Y7, Y9
 // and Y10 temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
 func q8Interleaved(p func(string, ...any), f family, c int) {
-	sum := func(i int) string { return y(2 + i) }
-	temps := []int{7, 9, 10}
-	k := 0
-	tmp := func() int { k++; return temps[k%len(temps)] }
-	if f.vnni {
-		for i := 0; i < c; i++ {
-			p("\tVPBROADCASTD %d(R9), %s", 8*i+4, sum(i))
-		}
-	}
+	var tt temps
+	startAtCorrection(p, f, c)
 	for g := 0; g < 8; g++ {
 		p("\tVMOVDQU %d(DI), Y0", 64*g)
 		if !f.vnni { // panels hold u = w^0x80, VPDPBUSD's operand
@@ -284,7 +309,7 @@ func q8Interleaved(p func(string, ...any), f family, c int) {
 			p("\tVPABSB Y0, Y1")
 		}
 		for i := 0; i < c; i++ {
-			t := tmp()
+			t := tt.next()
 			p("\tVPBROADCASTD %d(R8), %s", 32*i+4*g, y(t))
 			if f.vnni {
 				p("\t%s", vpdpbusd(2+i, 0, t))
@@ -293,22 +318,17 @@ func q8Interleaved(p func(string, ...any), f family, c int) {
 			p("\tVPSIGNB Y0, %s, %s", y(t), y(t))
 			p("\tVPMADDUBSW %s, Y1, %s", y(t), y(t))
 			if g == 0 {
-				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", y(t), sum(i))
+				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", y(t), blockSum(i))
 			} else {
 				p("\tVPMADDWD avx2Ones<>(SB), %s, %s", y(t), y(t))
-				p("\tVPADDD %s, %s, %s", y(t), sum(i), sum(i))
+				p("\tVPADDD %s, %s, %s", y(t), blockSum(i), blockSum(i))
 			}
 		}
 	}
 	for i := 0; i < c; i++ {
-		p("\tVCVTDQ2PS %s, %s", sum(i), sum(i))
+		p("\tVCVTDQ2PS %s, %s", blockSum(i), blockSum(i))
 	}
-	for i := 0; i < c; i++ {
-		t := y(tmp())
-		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
-		p("\tVMULPS Y8, %s, %s", t, t)
-		p("\tVFMADD231PS %s, %s, %s", t, sum(i), y(11+i))
-	}
+	blockFloat(p, c, &tt)
 }
 
 // q4Interleaved writes the block body of the Q4_0 half kernels: the
@@ -328,16 +348,8 @@ func q8Interleaved(p func(string, ...any), f family, c int) {
 // block sums (int16 on AVX2, then int32, then float), Y7, Y9 and Y10
 // temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
 func q4Interleaved(p func(string, ...any), f family, c int) {
-	sum := func(i int) string { return y(2 + i) }
-	temps := []int{7, 9, 10}
-	k := 0
-	tmp := func() int { k++; return temps[k%len(temps)] }
-	if f.vnni {
-		// The sums start at the correction.
-		for i := 0; i < c; i++ {
-			p("\tVPBROADCASTD %d(R9), %s", 8*i+4, sum(i))
-		}
-	}
+	var tt temps
+	startAtCorrection(p, f, c)
 	for g := 0; g < 4; g++ {
 		p("\tVMOVDQU %d(DI), Y0", 64*g)
 		p("\tVPSRLW $4, Y0, Y1")
@@ -347,37 +359,34 @@ func q4Interleaved(p func(string, ...any), f family, c int) {
 		// high ones 16+4g..16+4g+3.
 		for h := 0; h < 2; h++ {
 			for i := 0; i < c; i++ {
-				t := tmp()
+				t := tt.next()
 				p("\tVPBROADCASTD %d(R8), %s", 32*i+4*(g+4*h), y(t))
 				switch {
 				case f.vnni:
 					p("\t%s", vpdpbusd(2+i, h, t))
 				case g == 0 && h == 0:
-					p("\tVPMADDUBSW %s, %s, %s", y(t), y(h), sum(i))
+					p("\tVPMADDUBSW %s, %s, %s", y(t), y(h), blockSum(i))
 				default:
 					p("\tVPMADDUBSW %s, %s, %s", y(t), y(h), y(t))
-					p("\tVPADDW %s, %s, %s", y(t), sum(i), sum(i))
+					p("\tVPADDW %s, %s, %s", y(t), blockSum(i), blockSum(i))
 				}
 			}
 		}
 	}
-	for i := 0; i < c && !f.vnni; i++ {
-		p("\tVPMADDWD avx2Ones<>(SB), %s, %s", sum(i), sum(i))
+	for i := 0; i < c; i++ {
+		if !f.vnni { // widen, add the correction
+			p("\tVPMADDWD avx2Ones<>(SB), %s, %s", blockSum(i), blockSum(i))
+		}
 	}
 	for i := 0; i < c; i++ {
 		if !f.vnni {
-			t := tmp()
+			t := tt.next()
 			p("\tVPBROADCASTD %d(R9), %s", 8*i+4, y(t))
-			p("\tVPADDD %s, %s, %s", y(t), sum(i), sum(i))
+			p("\tVPADDD %s, %s, %s", y(t), blockSum(i), blockSum(i))
 		}
-		p("\tVCVTDQ2PS %s, %s", sum(i), sum(i))
+		p("\tVCVTDQ2PS %s, %s", blockSum(i), blockSum(i))
 	}
-	for i := 0; i < c; i++ {
-		t := y(tmp())
-		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
-		p("\tVMULPS Y8, %s, %s", t, t)
-		p("\tVFMADD231PS %s, %s, %s", t, sum(i), y(11+i))
-	}
+	blockFloat(p, c, &tt)
 }
 
 // streamsKernel writes gemm<typ>AVX2Streams<s>: s whole panels far apart (the

@@ -757,10 +757,11 @@ func tileSum(i int) string { return fmt.Sprintf("Y%d", 2+i) }
 //
 // Registers: SI the tile, CX super-blocks left, DI and R10 activation rows
 // 0 and 4, R8 arb, R9 3*arb, BX bp, DX bps, R11 y, R12 ys, AX the output
-// row. Y0..Y7 a sub-block's weights (unpacked from the tile), Y8, Y9
-// products, Y15 the sub-block's scales, Y10.. the int32 sums (sumi) of the
-// activation rows; in the float part Y0 d, Y1 dmin, Y2..Y6 temporaries,
-// Y7..Y9 and Y15 the mins in pairs.
+// row. Y0 and Y1 a group's weights (unpacked from the tile, in turn), Y2..
+// the activation rows' int16 sub-block sums (tileSum), Y7..Y9 broadcast
+// groups and products (tileTemps), Y15 the sub-block's scales, Y10.. the
+// int32 sums (sumi) of the activation rows; in the float part Y0 d, Y1
+// dmin, Y2..Y6 temporaries, Y7..Y9 and Y15 the mins in pairs.
 func tileKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ4KTileC%d", c)
 	acc := func(i int) string { return fmt.Sprintf("Y%d", 10+i) }
