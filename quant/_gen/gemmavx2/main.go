@@ -62,12 +62,12 @@ func main() {
 
 // family is one instruction set the kernels are written for: avx2 (the
 // VPMADDUBSW chains above) or avxvnni, whose VEX-encoded VPDPBUSD (Intel
-// Alder Lake and later, AMD Zen 4 and later; no AVX-512 needed) adds four
+// Alder Lake and later, AMD Zen 5; no AVX-512 needed) adds four
 // u8·s8 products into an int32 lane in one instruction, exactly, with no
 // int16 step: each group of the block is one VPDPBUSD into a sum that
 // starts at the gemmActs correction, for Q8_0 too (the panels hold
 // u = w^0x80; the correction is -128Σa, as in the AVX-512 kernels), so
-// neither VPSIGNB nor the 256-byte frame is needed.
+// VPSIGNB is not needed.
 type family struct {
 	name   string // in the kernels' names: gemm<t><name>x<c>
 	file   string // quant/gemm_<file>_amd64.s and _decl_amd64.go
