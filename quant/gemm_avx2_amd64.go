@@ -53,6 +53,16 @@ var (
 	avx2Prefetch = 1024
 )
 
+// avx2TilePrefetchBlocks is how many blocks ahead the batch kernels on
+// panels prefetch (avx2Tile). Eight blocks (2.3 KB of Q4_0, 4.4 KB of
+// Q8_0) beat a whole panel ahead, which the kernels prefetched until
+// 2026-12-03: a panel ahead, the lines arrived in L1 a panel before their
+// use and were evicted by the panel being computed, so the first half of
+// the next panel missed L1 again. On Zen 4 (avx2 set) 8B Q4_0 passes of
+// 2-5 rows ran 1.03-1.14x faster, 1B Q8_0 ones 1.04-1.10x (alternated in
+// one process; docs/kernels-avx2.md).
+const avx2TilePrefetchBlocks = 8
+
 // typeIndex is t's index in the kernel tables (Q4_0 or Q8_0).
 func typeIndex(t Type) int {
 	if t == Q8_0 {
@@ -66,11 +76,7 @@ func typeIndex(t Type) int {
 // [i0, i0+c) into y[(i-i0)*ys + r], r < 16, with f's kernels. The first
 // kernel call on each half of the tile prefetches ahead of each block, the
 // first half pf bytes and the second 2*pf (0: nothing); prefetches never
-// fault, so pf may point past the end of p. With pf a tile, the second
-// half's prefetches keep the memory busy while it reruns the tile's blocks
-// from cache: when only the first prefetched (the next tile), verification's
-// passes of 2-6 rows on an 8B Q4_0 took 1.05-1.06x as long (Zen 4, avx2
-// set, alternated in one process).
+// fault, so pf may point past the end of p.
 func avx2Tile(f ymmFamily, ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c int, y []float32, ys int, pf int) {
 	_ = p[(nb-1)*bs+bs-1]
 	_ = y[(c-1)*ys+panelRows-1]
@@ -131,7 +137,7 @@ func gemmPanelYMM(f ymmFamily, t Type, panels []byte, rb, lo, hi int, a *gemmAct
 		r0 = lo + avx2Streams*per
 	}
 	for ; r0 < hi; r0 += panelRows {
-		avx2Tile(f, ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys, panelRows*rb)
+		avx2Tile(f, ti, panels[r0*rb:], bs, 0, a.nb, a, 0, c, y[r0:], ys, avx2TilePrefetchBlocks*bs)
 	}
 }
 
