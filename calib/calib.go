@@ -4,9 +4,9 @@
 // kind lives in its own JSON file next to the model
 // (MODEL.gguf.shade-KIND.json), and every entry is keyed by the
 // model file (its size and a hash of its first bytes), the CPU (model name
-// and usable cores) and the kernels shade computes with there, so a copied
-// model, another machine or faster kernels never silently use a stale
-// measurement. The kinds are declared in one table (Kinds), which says of
+// and usable cores) and the kernels shade computes with there (the set and
+// the build's revision of them), so a copied model, another machine or
+// faster kernels never silently use a stale measurement. The kinds are declared in one table (Kinds), which says of
 // each whether its keys name the kernels.
 package calib
 
@@ -32,6 +32,9 @@ type Key struct {
 	Model   string `json:"model"`   // size and SHA-256 of the first MiB
 	CPU     string `json:"cpu"`     // model name and usable cores
 	Kernels string `json:"kernels"` // quant.Kernels(): timings move with them
+	// KernelRev is quant.KernelRevision(): a build with other kernels
+	// (or other choices of tiles, streams and prefetch) measures again.
+	KernelRev string `json:"kernel_rev,omitempty"`
 }
 
 // The kinds of measurement kept beside a model.
@@ -94,7 +97,7 @@ func keyOf(modelPath, kind string) (Key, error) {
 	}
 	k, err := KeyFor(modelPath)
 	if info.KernelFree {
-		k.Kernels = ""
+		k.Kernels, k.KernelRev = "", ""
 	}
 	return k, err
 }
@@ -104,7 +107,7 @@ func (k Key) String() string {
 	if k.Kernels == "" {
 		return k.Model + " @ " + k.CPU
 	}
-	return k.Model + " @ " + k.CPU + " (" + k.Kernels + " kernels)"
+	return k.Model + " @ " + k.CPU + " (" + k.Kernels + " kernels " + k.KernelRev + ")"
 }
 
 // KeyFor returns the key of a model file on this machine.
@@ -123,7 +126,7 @@ func KeyFor(modelPath string) (Key, error) {
 		return Key{}, fmt.Errorf("calib: reading %s: %w", modelPath, err)
 	}
 	model := fmt.Sprintf("%d:%s", fi.Size(), hex.EncodeToString(h.Sum(nil))[:16])
-	return Key{Model: model, CPU: CPUName(), Kernels: quant.Kernels()}, nil
+	return Key{Model: model, CPU: CPUName(), Kernels: quant.Kernels(), KernelRev: quant.KernelRevision()}, nil
 }
 
 // CPUName is the processor's model name (from /proc/cpuinfo where there is
@@ -187,6 +190,31 @@ func Load(modelPath, kind string, v any) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// Stale reports whether the file of a kind for a model holds a measurement
+// made on this machine with the kernel set in use but by another build's
+// kernels (and none by this build's): callers say so, rather than that
+// there is none, when Load finds nothing.
+func Stale(modelPath, kind string) (bool, error) {
+	key, err := keyOf(modelPath, kind)
+	if err != nil || key.Kernels == "" {
+		return false, err
+	}
+	f, err := readFile(Path(modelPath, kind))
+	if err != nil || f == nil {
+		return false, err
+	}
+	stale := false
+	for _, e := range f.Entries {
+		if e.Key == key {
+			return false, nil
+		}
+		if e.Key.Model == key.Model && e.Key.CPU == key.CPU && e.Key.Kernels == key.Kernels {
+			stale = true
+		}
+	}
+	return stale, nil
 }
 
 func readFile(path string) (*file, error) {

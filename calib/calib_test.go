@@ -95,8 +95,8 @@ func TestKernelFreeKinds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.Entries[0].Key.Kernels != ""; got != tc.kernels {
-			t.Errorf("%s: key %+v names the kernels: %v, want %v", tc.kind, f.Entries[0].Key, got, tc.kernels)
+		if got := f.Entries[0].Key.Kernels != "" && f.Entries[0].Key.KernelRev != ""; got != tc.kernels {
+			t.Errorf("%s: key %+v names the kernels and their revision: %v, want %v", tc.kind, f.Entries[0].Key, got, tc.kernels)
 		}
 		var v int
 		if ok, err := Load(path, tc.kind, &v); !ok || err != nil || v != 1 {
@@ -112,5 +112,63 @@ func TestKernelFreeKinds(t *testing.T) {
 	}
 	if len(Kinds()) != 4 {
 		t.Errorf("kinds %v", Kinds())
+	}
+}
+
+// TestStaleKernels checks that a timing measured by another build's
+// kernels (same model, CPU and kernel set, another revision) is not loaded
+// and is reported as stale, until this build measures again.
+func TestStaleKernels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(path, []byte("GGUF model bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if stale, err := Stale(path, Cost); stale || err != nil {
+		t.Fatalf("Stale with no file = %v, %v", stale, err)
+	}
+	for _, kind := range []string{Cost, Pruner} {
+		if _, err := Save(path, kind, 1); err != nil {
+			t.Fatal(err)
+		}
+		// As an earlier build would have left it.
+		data, err := os.ReadFile(Path(path, kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(data, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == Cost {
+			f.Entries[0].Key.KernelRev = "0123456789abcdef"
+		}
+		out, _ := json.Marshal(f)
+		if err := os.WriteFile(Path(path, kind), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var v int
+	if ok, err := Load(path, Cost, &v); ok || err != nil {
+		t.Errorf("Load of another build's timing = %v, %v", ok, err)
+	}
+	if stale, err := Stale(path, Cost); !stale || err != nil {
+		t.Errorf("Stale = %v, %v; want true", stale, err)
+	}
+	// A kernel-free kind never goes stale with the kernels.
+	if ok, err := Load(path, Pruner, &v); !ok || err != nil {
+		t.Errorf("Load of a kernel-free kind = %v, %v", ok, err)
+	}
+	if stale, err := Stale(path, Pruner); stale || err != nil {
+		t.Errorf("Stale of a kernel-free kind = %v, %v", stale, err)
+	}
+	// Measured again by this build: loaded, not stale, the old entry kept.
+	if _, err := Save(path, Cost, 2); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Load(path, Cost, &v); !ok || err != nil || v != 2 {
+		t.Errorf("Load after measuring again = %v, %v, %d", ok, err, v)
+	}
+	if stale, err := Stale(path, Cost); stale || err != nil {
+		t.Errorf("Stale after measuring again = %v, %v", stale, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"shade/elastic"
 	"shade/engine"
 	"shade/flash"
+	"shade/quant"
 	"shade/speculate"
 )
 
@@ -81,6 +82,21 @@ func TestCost(t *testing.T) {
 	// The engine uses what was stored, for this draft only.
 	if p, why, err := reopen(t, e, engine.Options{}).StoredProfile(); p == nil || err != nil {
 		t.Fatalf("stored profile not used: %q %v", why, err)
+	}
+	// Measured by another build's kernels: not used, and the reason says so.
+	data, err := os.ReadFile(r.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := quant.KernelRevision()
+	if err := os.WriteFile(r.Path, []byte(strings.ReplaceAll(string(data), rev, "0123456789abcdef")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, why, err := reopen(t, e, engine.Options{}).StoredProfile(); p != nil || err != nil || !strings.Contains(why, "another build's kernels") {
+		t.Fatalf("another build's profile: %v, %q, %v", p != nil, why, err)
+	}
+	if err := os.WriteFile(r.Path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	streamed := open(t, false, engine.Options{DRAMBudget: "0%"})
 	if _, err := Cost(streamed, cost.Options{Batches: []int{1}, Layers: 1, Reps: 1}); err == nil || !strings.Contains(err.Error(), "streamed") {

@@ -3,8 +3,8 @@ package elastic
 import (
 	"fmt"
 
+	"shade/calib"
 	"shade/cost"
-
 	"shade/model"
 )
 
@@ -22,6 +22,7 @@ type Start struct {
 	Source    string // where the baselines came from ("calibrated device profile", …)
 	threads   int
 	calib     *Calibration // nil: default gains
+	stale     bool         // a calibration by another build's kernels is stored
 }
 
 // StartFor finds the start of governors for a target and its draft: the
@@ -47,6 +48,8 @@ func StartFor(targetPath, draftPath string, draft *model.Model, profile *cost.Mo
 	st := &Start{Baselines: b, Gains: DefaultGains, Source: source, threads: draft.Pool.Threads()}
 	if c != nil {
 		st.Gains, st.calib = c.Gains, c
+	} else if st.stale, err = calib.Stale(targetPath, CalibKind); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -64,6 +67,10 @@ func (s *Start) Note(p Policy) string {
 	if c := s.calib; c != nil {
 		return fmt.Sprintf("elastic %v: %s, gains Kp %.3g Ki %.3g (%s)", p, base, c.Gains.Kp, c.Gains.Ki, c.GainsFrom)
 	}
-	return fmt.Sprintf("elastic %v: %s; no contention calibration for these models on this machine (shade calibrate --contention): default gains Kp %.3g Ki %.3g",
-		p, base, DefaultGains.Kp, DefaultGains.Ki)
+	none := "no contention calibration for these models on this machine"
+	if s.stale {
+		none = "the contention calibration stored was measured by another build's kernels"
+	}
+	return fmt.Sprintf("elastic %v: %s; %s (shade calibrate --contention): default gains Kp %.3g Ki %.3g",
+		p, base, none, DefaultGains.Kp, DefaultGains.Ki)
 }

@@ -64,6 +64,11 @@ func (e *Engine) StoredProfile() (*cost.Model, string, error) {
 		return nil, "", err
 	}
 	if !ok {
+		if stale, err := calib.Stale(e.Path, CalibCost); err != nil {
+			return nil, "", err
+		} else if stale {
+			return nil, "the stored one was measured by another build's kernels (run shade calibrate again)", nil
+		}
 		return nil, "none stored for this machine (shade calibrate)", nil
 	}
 	if err := p.Validate(); err != nil {

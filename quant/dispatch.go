@@ -210,3 +210,10 @@ func Kernels() string {
 	}
 	return k.name
 }
+
+// KernelRevision identifies this build's kernels: a digest of the
+// package's Go and assembly sources, written by go generate
+// (quant/_gen/kernelrev). Two builds with the same kernel set and revision
+// run the same code at the same speed on one machine; measurements of that
+// speed (calib) are keyed by it.
+func KernelRevision() string { return kernelRevision }
