@@ -59,7 +59,7 @@ var (
 // 2026-12-03: a panel ahead, the lines arrived in L1 a panel before their
 // use and were evicted by the panel being computed, so the first half of
 // the next panel missed L1 again. On Zen 4 (avx2 set) 8B Q4_0 passes of
-// 2-5 rows ran 1.03-1.14x faster, 1B Q8_0 ones 1.04-1.10x (alternated in
+// 2-5 rows ran 1.03-1.14x faster, 1B Q8_0 ones of 2-8 rows 1.05-1.10x (at 4 KB; alternated in
 // one process; docs/kernels-avx2.md).
 const avx2TilePrefetchBlocks = 8
 

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "e53b19a84ff8e540"
+const kernelRevision = "6fbc47fcec17048a"

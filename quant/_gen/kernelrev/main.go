@@ -2,8 +2,10 @@
 // sources (its Go and assembly files, tests aside) that quant.KernelRevision
 // returns. Measurements of kernel speed (the device profile, contention
 // baselines) are keyed by it, so that a shade with other kernels measures
-// again rather than sizing its work by another build's timings. It runs
-// last in quant's go:generate lines, after the assembly generators.
+// again rather than sizing its work by another build's timings. Any change
+// to those files moves it, comments included: a spurious re-measurement
+// costs seconds, a missed one mis-sizes every tree. It runs last in quant's
+// go:generate lines, after the assembly generators.
 //
 // Run from the module root: go run ./quant/_gen/kernelrev
 package main
