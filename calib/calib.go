@@ -6,8 +6,9 @@
 // model file (its size and a hash of its first bytes), the CPU (model name
 // and usable cores) and the kernels shade computes with there (the set and
 // the build's revision of them), so a copied model, another machine or
-// faster kernels never silently use a stale measurement. The kinds are declared in one table (Kinds), which says of
-// each whether its keys name the kernels.
+// faster kernels never silently use a stale measurement. The kinds are
+// declared in one table (Kinds), which says of each whether its keys name
+// the kernels.
 package calib
 
 import (
