@@ -38,6 +38,70 @@ type Estimator struct {
 // token and an n-gram lookup. Zero means not observed yet.
 type StepCosts struct {
 	Verify1, VerifyRow, DraftToken, NgramLookup float64
+	// VerifyExtra[k] is what a step that drafted k tokens took to verify
+	// beyond Verify1 (0: not observed), k <= MaxStepDraft. A verify pass's
+	// cost is not linear in its rows: where one row is bound by the memory
+	// bus, the next few rows cost little more than their compute hidden
+	// behind the same read, then each tile of rows a kernel call takes
+	// costs its compute (on Zen 4's AVX2 kernels, an 8B pass of 2 rows took
+	// 1.6x one row's time, of 5 rows 2.1x, of 9 rows 3.9x).
+	VerifyExtra [MaxStepDraft + 1]float64
+}
+
+// MaxStepDraft is the longest draft whose verify cost StepCosts keeps
+// apart; longer ones are extrapolated.
+const MaxStepDraft = 64
+
+// Extra is what verifying k drafted tokens costs beyond one row, from the
+// costs observed: the observed one for k, else interpolated between the
+// nearest observed lengths around k (0 drafted tokens cost nothing more),
+// else extended beyond the longest observed at the slope of its last
+// observed stretch; VerifyRow·k when no length was observed.
+func (c *StepCosts) Extra(k int) float64 {
+	if k <= 0 {
+		return 0
+	}
+	if k <= MaxStepDraft && c.VerifyExtra[k] > 0 {
+		return c.VerifyExtra[k]
+	}
+	lo, hi := 0, 0 // nearest observed lengths below and above k (0: none)
+	for j := min(k-1, MaxStepDraft); j >= 1; j-- {
+		if c.VerifyExtra[j] > 0 {
+			lo = j
+			break
+		}
+	}
+	for j := k + 1; j <= MaxStepDraft; j++ {
+		if c.VerifyExtra[j] > 0 {
+			hi = j
+			break
+		}
+	}
+	switch {
+	case hi > 0: // between lo (or 0) and hi
+		return c.VerifyExtra[lo] + (c.VerifyExtra[hi]-c.VerifyExtra[lo])*float64(k-lo)/float64(hi-lo)
+	case lo > 0: // past the longest observed, at its last stretch's slope
+		prev := 0
+		for j := lo - 1; j >= 1; j-- {
+			if c.VerifyExtra[j] > 0 {
+				prev = j
+				break
+			}
+		}
+		slope := max(0, (c.VerifyExtra[lo]-c.VerifyExtra[prev])/float64(lo-prev))
+		return c.VerifyExtra[lo] + slope*float64(k-lo)
+	}
+	return c.VerifyRow * float64(k)
+}
+
+// Longest is the longest draft whose verify cost was observed (0: none).
+func (c *StepCosts) Longest() int {
+	for k := MaxStepDraft; k >= 1; k-- {
+		if c.VerifyExtra[k] > 0 {
+			return k
+		}
+	}
+	return 0
 }
 
 // Apply sets m's compute and draft scales to what e has learned (m is the
@@ -169,6 +233,11 @@ func (e *Estimator) ObserveStep(drafted int, ngram bool, draft, verify time.Dura
 	}
 	if c.Verify1 > 0 {
 		c.VerifyRow = ewma(c.VerifyRow, max(0, (v-c.Verify1)/float64(drafted)))
+		if drafted <= MaxStepDraft {
+			// A step no slower than one row still costs something: keep
+			// the entry observed.
+			c.VerifyExtra[drafted] = ewma(c.VerifyExtra[drafted], max(v-c.Verify1, 1e-9))
+		}
 	}
 	switch {
 	case ngram:

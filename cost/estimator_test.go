@@ -44,6 +44,10 @@ func TestEstimatorStepCosts(t *testing.T) {
 	if !near(got.Verify1, 0.010) || !near(got.VerifyRow, 0.001) || !near(got.DraftToken, 0.002) || !near(got.NgramLookup, 0.001) {
 		t.Errorf("step costs %+v", got)
 	}
+	// Per drafted length: 4 → 4 ms, 2 → 2 ms, 3 → 3 ms beyond one row.
+	if !near(got.VerifyExtra[4], 0.004) || !near(got.VerifyExtra[2], 0.002) || !near(got.VerifyExtra[3], 0.003) || got.Longest() != 4 {
+		t.Errorf("verify extras %v, longest %d", got.VerifyExtra[:6], got.Longest())
+	}
 	var nilEst *Estimator
 	nilEst.ObserveStep(1, false, ms, ms, 0)
 	if nilEst.StepCosts() != (StepCosts{}) || nilEst.RowFloor() != 0 {
@@ -66,5 +70,34 @@ func TestEstimatorScales(t *testing.T) {
 	e.Apply(c)
 	if c.DraftScale != m.DraftScale || c.ComputeScale != 0 {
 		t.Errorf("applied scales %v, %v", c.DraftScale, c.ComputeScale)
+	}
+}
+
+// TestStepCostsExtra: the verify cost of a drafted length is the one
+// observed, else interpolated between the observed lengths around it (0
+// rows cost 0), else extended at the last observed stretch's slope, else
+// linear in VerifyRow.
+func TestStepCostsExtra(t *testing.T) {
+	var c StepCosts
+	c.VerifyRow = 0.5
+	if got := c.Extra(3); got != 1.5 || c.Longest() != 0 {
+		t.Fatalf("nothing observed: Extra(3) = %v, longest %d", got, c.Longest())
+	}
+	c.VerifyExtra[2] = 6 // memory-bound to compute-bound: a steep start
+	c.VerifyExtra[4] = 7
+	for _, tc := range []struct {
+		k    int
+		want float64
+	}{{0, 0}, {1, 3}, {2, 6}, {3, 6.5}, {4, 7}, {6, 8}, {MaxStepDraft + 10, 7 + 0.5*float64(MaxStepDraft+6)}} {
+		if got := c.Extra(tc.k); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Extra(%d) = %v, want %v", tc.k, got, tc.want)
+		}
+	}
+	if c.Longest() != 4 {
+		t.Errorf("longest %d", c.Longest())
+	}
+	c.VerifyExtra[MaxStepDraft] = 100
+	if got := c.Extra(MaxStepDraft + 1); math.Abs(got-100-93.0/float64(MaxStepDraft-4)) > 1e-9 {
+		t.Errorf("past the table: %v", got)
 	}
 }

@@ -38,10 +38,11 @@ func (e *Estimates) observe(drafted, accepted int, draft, verify time.Duration, 
 // sizer sizes drafts in auto mode. It keeps decayed estimates of the
 // per-token acceptance of each drafter (the chance a drafted token is kept
 // given the one before it was); the cost estimator keeps the draft model's
-// cost per token and the verify step's as a + b·rows. It picks the draft
-// length k that maximizes expected tokens per second,
+// cost per token and the verify step's: one row's, a, and what k drafted
+// tokens add to it, V(k), observed for each k (cost.StepCosts.Extra). It
+// picks the draft length k that maximizes expected tokens per second,
 //
-//	E(k) / (a + b·k + draft·k),  E(k) = (1 − α^(k+1)) / (1 − α),
+//	E(k) / (a + V(k) + draft·k),  E(k) = (1 − α^(k+1)) / (1 − α),
 //
 // against plain decoding's 1 / a. When no k beats plain decoding it drafts
 // nothing, probing with one token now and then so that it notices when
@@ -52,14 +53,18 @@ type sizer struct {
 	succ, tri  [3]float64 // decayed accepted / tried tokens per drafter
 	cost       *cost.Estimator
 	sinceProbe [3]int
-	probeGap   [3]int // plain steps between probes; doubles while probes fail
-	sincePlain int
+	// sinceLonger counts steps whose best length's successor was never
+	// verified since one drafted it (best).
+	sinceLonger [3]int
+	probeGap    [3]int // plain steps between probes; doubles while probes fail
+	sincePlain  int
 }
 
 const (
 	decay       = 0.9
 	probeEvery  = 16  // plain steps before the first one-token probe of a poor drafter
 	maxProbeGap = 256 // the gap doubles up to this while probes keep failing
+	longerEvery = 8   // steps before drafting one more than the best, unobserved, length
 	plainEvery  = 64  // drafted steps between plain ones that re-measure a
 )
 
@@ -106,11 +111,11 @@ func (c *sizer) best(kind DraftKind, limit int) int {
 	if kind == DraftNgram {
 		fixed = sc.NgramLookup
 	}
-	verify1, verifyRow := sc.Verify1, sc.VerifyRow
+	verify1 := sc.Verify1
 	bestK, bestRate := 0, 1/verify1
 	hopeless := true // even drafts that are always accepted would not pay
 	for k := 1; k <= limit; k++ {
-		step := verify1 + verifyRow*float64(k) + perToken*float64(k) + fixed
+		step := verify1 + sc.Extra(k) + perToken*float64(k) + fixed
 		e := (1 - math.Pow(a, float64(k+1))) / (1 - a)
 		if rate := e / step; rate > bestRate {
 			bestK, bestRate = k, rate
@@ -121,6 +126,17 @@ func (c *sizer) best(kind DraftKind, limit int) int {
 	}
 	if bestK > 0 {
 		c.probeGap[kind] = probeEvery
+		// A length never verified has a guessed cost (interpolated, or
+		// extended from the last stretch observed), which overrates
+		// rows where a pass turns from memory- to compute-bound: now and
+		// then draft one more than the best when that one is unobserved,
+		// so that its cost is measured.
+		if bestK < min(limit, cost.MaxStepDraft) && sc.VerifyExtra[bestK+1] == 0 {
+			if c.sinceLonger[kind]++; c.sinceLonger[kind] >= longerEvery {
+				c.sinceLonger[kind] = 0
+				return bestK + 1
+			}
+		}
 		return bestK
 	}
 	if c.probeGap[kind] == 0 {
