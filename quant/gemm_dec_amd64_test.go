@@ -133,17 +133,31 @@ func TestGemmFullMatchesTwin(t *testing.T) {
 }
 
 // TestGemmPanelMatchesTwin holds the panel kernels (the tile kernels for
-// 1-16 activation rows and the one-row streams kernel) bit for bit against
-// gemmGo on the same weights in the file's layout, over row ranges that
-// start past row 0 and leave tiles beside the streams.
+// 1-16 activation rows and both variants of the one-row streams kernel) bit
+// for bit against gemmGo on the same weights in the file's layout, over row
+// ranges that start past row 0 and leave tiles beside the streams.
 func TestGemmPanelMatchesTwin(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("CPU lacks AVX-512 VNNI")
 	}
+	defer func(k streamsKernels) { panelStreamKernels = k }(panelStreamKernels)
+	for _, variant := range []struct {
+		name    string
+		kernels streamsKernels
+	}{{"prefetch to L2", streamsPrefetchL2}, {"prefetch to L1", streamsPrefetchL1}} {
+		t.Run(variant.name, func(t *testing.T) {
+			panelStreamKernels = variant.kernels
+			testGemmPanelMatchesTwin(t)
+		})
+	}
+}
+
+func testGemmPanelMatchesTwin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(57, 58))
 	for _, typ := range []Type{Q4_0, Q8_0} {
 		for _, nb := range []int{1, 5, 64} {
-			rows, cols := 7*panelRows, nb*32
+			// Two panels a stream over the first two spans, three tiles after.
+			rows, cols := (2*panelStreams+3)*panelRows, nb*32
 			m, _ := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
 			rb := m.rowBytes()
 			panels := alignedBytes(len(m.Data))

@@ -155,6 +155,9 @@ func gemmQ4_0Panel16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *
 func gemmQ4_0PanelStreams(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)
 
 //go:noescape
+func gemmQ4_0PanelStreamsL1(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)
+
+//go:noescape
 func gemmQ8_0Full1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)
 
 //go:noescape
@@ -303,3 +306,6 @@ func gemmQ8_0Panel16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *
 
 //go:noescape
 func gemmQ8_0PanelStreams(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)
+
+//go:noescape
+func gemmQ8_0PanelStreamsL1(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)

@@ -53,7 +53,9 @@ func main() {
 		for c := 1; c <= 16; c++ {
 			panelKernel(p, typ, c)
 		}
-		panelStreamsKernel(p, typ, panelStreams)
+		for _, v := range panelStreamsVariants {
+			panelStreamsKernel(p, typ, panelStreams, v)
+		}
 	}
 	write("quant/gemm_amd64.s", b.String())
 
@@ -71,7 +73,9 @@ func main() {
 		for c := 1; c <= 16; c++ {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanel%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)\n", typ, c)
 		}
-		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanelStreams(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)\n", typ)
+		for _, v := range panelStreamsVariants {
+			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanelStreams%s(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)\n", typ, v.suffix)
+		}
 	}
 	write("quant/gemm_decl_amd64.go", d.String())
 }
@@ -436,7 +440,7 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 // were as good as eight).
 const panelStreams = 8
 
-// panelStreamsKernel writes gemm<typ>PanelStreams: s panel tiles by one
+// panelStreamsKernel writes gemm<typ>PanelStreams<v.suffix>: s panel tiles by one
 // activation row, the tile of stream j at w + j*ws bytes and its 16
 // outputs at y + j*yst bytes. Per block it runs panelKernel's work for one
 // activation row on each stream in turn, reusing Z0-Z7; stream j
@@ -445,8 +449,8 @@ const panelStreams = 8
 // Registers: SI stream 0's block, R13 stream 4's (when s > 4), BX ws, R12
 // 3*ws, R8 the activation block, R9 its side entry, CX blocks left, DI y,
 // R11 yst.
-func panelStreamsKernel(p func(string, ...any), typ string, s int) {
-	name := fmt.Sprintf("gemm%sPanelStreams", typ)
+func panelStreamsKernel(p func(string, ...any), typ string, s int, v streamsVariant) {
+	name := fmt.Sprintf("gemm%sPanelStreams%s", typ, v.suffix)
 	blockBytes := 16 * 18
 	if typ == "Q8_0" {
 		blockBytes = 16 * 34
@@ -478,7 +482,7 @@ func panelStreamsKernel(p func(string, ...any), typ string, s int) {
 	p("")
 	p("loop_%s:", name)
 	for j := 0; j < s; j++ {
-		panelLoads(p, typ, blockBytes, panelPrefetchOp, panelPrefetch, func(off int) string { return addr(off, j) })
+		panelLoads(p, typ, blockBytes, v.prefetchOp, panelPrefetch, func(off int) string { return addr(off, j) })
 		p("\tVPBROADCASTD 4(R9), Z11")
 		for g := 0; g < 8; g++ {
 			p("\tVPDPBUSD.BCST %d(R8), Z%d, Z11", 4*g, g)
@@ -534,13 +538,23 @@ func panelLoads(p func(string, ...any), typ string, blockBytes int, op string, p
 // 7% slower than 1024 in the 1B Q4_0 decode on Zen 5, 2026-12-02.)
 const panelPrefetch = 1024
 
-// panelPrefetchOp is the streams kernel's prefetch instruction: into L2,
-// as the file layout's decode kernels (decPrefetch), since eight streams'
-// PREFETCHT0s tie up the L1 miss buffers. On Zen 4 (2026-12-03,
-// BenchmarkPanelDecodeDRAM/avx512, 6 alternated runs) T1 read a 128256x2048
-// Q4_0 matrix at 23.3-28.9 GB/s (median 27.7) against T0's 18.4-23.6
-// (median 20.0); four streams with T1 2048 bytes ahead gave 26.9.
-const panelPrefetchOp = "PREFETCHT1"
+// streamsVariant is one prefetch instruction for the streams kernel, which
+// is the one choice here that went opposite ways on two CPUs, so both are
+// generated and quant picks by CPU at start (panelStreamKernels).
+type streamsVariant struct {
+	suffix     string // of the kernel's name
+	prefetchOp string
+}
+
+// panelStreamsVariants: into L2 (PREFETCHT1, as the file layout's decode
+// kernels, decPrefetch), since on Zen 4 eight streams' PREFETCHT0s tie up
+// the L1 miss buffers: there (2026-12-03, BenchmarkPanelDecodeDRAM/avx512,
+// 6 alternated runs) T1 read a 128256x2048 Q4_0 matrix at 23.3-28.9 GB/s
+// (median 27.7) against T0's 18.4-23.6 (median 20.0); four streams with T1
+// 2048 bytes ahead gave 26.9. On Zen 5 it is the other way (2026-12-05,
+// model's BenchmarkFileDecode, 1B Q4_0, 5 alternated pairs): T0 12.06-12.83
+// ms a token against T1's 12.69-13.17, every pair T0's.
+var panelStreamsVariants = []streamsVariant{{"", "PREFETCHT1"}, {"L1", "PREFETCHT0"}}
 
 // panelTilePrefetch is how far ahead, in bytes, the batch kernels prefetch
 // their one panel: about nine Q4_0 blocks, the ~20 ns of compute each of
