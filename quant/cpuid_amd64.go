@@ -42,6 +42,10 @@ func x86CPUFromSignature(vendor string, eax uint32) x86CPU {
 	return x86CPU{amd: vendor == "AuthenticAMD", family: family, model: model}
 }
 
+// zen5 reports AMD's family 0x1a, the Zen 5 cores, where some prefetches
+// were measured to pay that do not on Zen 4.
+func (c x86CPU) zen5() bool { return c.amd && c.family == 0x1a }
+
 func le32(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
 
 // thisX86 is the CPU this process runs on.

@@ -69,6 +69,8 @@ func TestDetectX86MatchesProc(t *testing.T) {
 	}
 }
 
+// TestStreamsForPicksByCPU holds the per-CPU kernel variants (streamsFor,
+// q4kDecodeFor) to the CPUs they were measured on.
 func TestStreamsForPicksByCPU(t *testing.T) {
 	name := func(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
 	same := func(a, b streamsKernels) bool { return name(a[0]) == name(b[0]) && name(a[1]) == name(b[1]) }
@@ -81,6 +83,13 @@ func TestStreamsForPicksByCPU(t *testing.T) {
 		{x86CPU{amd: true, family: 0x19, model: 0x01}, streamsPrefetchL2},
 		{x86CPU{amd: false, family: 0x06, model: 0xba}, streamsPrefetchL2},
 	} {
+		wantDecode := any(gemmQ4KPanel2V)
+		if name(tc.want[0]) == name(streamsPrefetchL1[0]) {
+			wantDecode = gemmQ4KPanel2VL1 // the Zen 5 choices go together
+		}
+		if got := q4kDecodeFor(tc.cpu); name(got) != name(wantDecode) {
+			t.Errorf("%+v: Q4_K decode %s, want %s", tc.cpu, name(got), name(wantDecode))
+		}
 		if !same(streamsFor(tc.cpu), tc.want) {
 			t.Errorf("%+v: got %s, want %s", tc.cpu, name(streamsFor(tc.cpu)[0]), name(tc.want[0]))
 		}

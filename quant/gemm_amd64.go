@@ -146,7 +146,7 @@ var panelStreamKernels = streamsFor(thisX86)
 
 // streamsFor picks the streams kernels' variant for a CPU.
 func streamsFor(c x86CPU) streamsKernels {
-	if c.amd && c.family == 0x1a { // Zen 5
+	if c.zen5() {
 		return streamsPrefetchL1
 	}
 	return streamsPrefetchL2

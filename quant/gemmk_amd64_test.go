@@ -450,6 +450,7 @@ var q4kDecoders = []struct {
 	{"avx2", gemmQ4KPanel2C1, haveAVX2FMA},
 	{"avxvnni", gemmQ4KPanel2VX, haveAVX2FMA && haveAVXVNNI},
 	{"avx512", gemmQ4KPanel2V, haveAVX2FMA && haveVNNI},
+	{"avx512, prefetch to L1", gemmQ4KPanel2VL1, haveAVX2FMA && haveVNNI},
 }
 
 // TestQ4KDecodeKernels holds each one-row Q4_K panel kernel, as

@@ -7,6 +7,21 @@ package quant
 // the tests can run every width.
 var q4kTile2Width = 8
 
+// q4kDecodeVNNI is the one-row kernel gemmQ4KPanelsVNNI runs: the variant
+// measured best on this CPU (q4kDecodeFor).
+var q4kDecodeVNNI = q4kDecodeFor(thisX86)
+
+// q4kDecodeFor picks the decode kernel's variant for a CPU: with a
+// PREFETCHT0 four super-blocks ahead on Zen 5 (1B Q4_K decode ~1.19x
+// faster there), without a prefetch elsewhere (Zen 4 measured it slower
+// with one; quant/_gen/q4k512, decodeVariants).
+func q4kDecodeFor(c x86CPU) func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int) {
+	if c.zen5() {
+		return gemmQ4KPanel2VL1
+	}
+	return gemmQ4KPanel2V
+}
+
 // gemmQ4KPanelsVNNI is gemmQ4KPanelsAVX2 with the AVX-512 VNNI tile
 // kernels (q4k512_amd64.s, quant/_gen/q4k512) for batches: rows
 // [lo, hi) (multiples of q4kPanelRows) of a Q4_K matrix repacked into
@@ -21,7 +36,7 @@ func gemmQ4KPanelsVNNI(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []
 		panic("quant: gemmQ4KPanelsVNNI: bad shape")
 	}
 	if n == 1 && nb <= q4kDecMaxBlocks {
-		gemmQ4KPanelsDecode(gemmQ4KPanel2V, panels, nb, lo, hi, a, y)
+		gemmQ4KPanelsDecode(q4kDecodeVNNI, panels, nb, lo, hi, a, y)
 		return
 	}
 	pairs := lo + (hi-lo)/(2*q4kPanelRows)*(2*q4kPanelRows)

@@ -40,6 +40,9 @@ func gemmQ4KTile2V10(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps
 //go:noescape
 func gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
 
+//go:noescape
+func gemmQ4KPanel2VL1(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
+
 // q4kTile2Kernels[c-1] is gemmQ4KTile2V<c>.
 var q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){
 	gemmQ4KTile2V1,

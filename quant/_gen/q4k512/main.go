@@ -76,7 +76,9 @@ func main() {
 	for c := 1; c <= maxCols; c++ {
 		kernel(p, c)
 	}
-	decodeKernel(p)
+	for _, v := range decodeVariants {
+		decodeKernel(p, v)
+	}
 	write("quant/q4k512_amd64.s", b.String())
 
 	var d strings.Builder
@@ -86,7 +88,9 @@ func main() {
 	for c := 1; c <= maxCols; c++ {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTile2V%d(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
 	}
-	d.WriteString("\n//go:noescape\nfunc gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n")
+	for _, v := range decodeVariants {
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KPanel2V%s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n", v.suffix)
+	}
 	d.WriteString("\n// q4kTile2Kernels[c-1] is gemmQ4KTile2V<c>.\nvar q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){\n")
 	for c := 1; c <= maxCols; c++ {
 		fmt.Fprintf(&d, "\tgemmQ4KTile2V%d,\n", c)
@@ -283,7 +287,25 @@ func kernel(p func(string, ...any), c int) {
 	p("\tRET")
 }
 
-// decodeKernel writes gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte,
+// decodeVariant is one prefetch choice for the decode kernel, which went
+// opposite ways on two CPUs, so both are generated and quant picks by CPU
+// at start (q4kDecodeFor).
+type decodeVariant struct {
+	suffix     string // of the kernel's name
+	prefetchOp string // "" for none
+	prefetch   int    // bytes ahead
+}
+
+// decodeVariants: none (the hardware prefetchers follow the two streams;
+// on Zen 4, 2026-12-03, PREFETCHT1 two, four or eight super-blocks ahead
+// was 5-10% slower than none, and T0 lost 15% in an earlier measurement),
+// and PREFETCHT0 four super-blocks ahead, which Zen 5 decodes faster with:
+// 2026-12-05, model's BenchmarkFileDecode on the 1B Q4_K, 5 alternated
+// rounds, none 17.4-21.3 ms a token, T0 two super-blocks ahead 15.8-17.3,
+// four 15.0-16.2, six 16.1-17.1 (and T1 two ahead 16.1-17.8 in 4 rounds).
+var decodeVariants = []decodeVariant{{"", "", 0}, {"L1", "PREFETCHT0", 4 * q4kTileBytes}}
+
+// decodeKernel writes gemmQ4KPanel2V<v.suffix>(t *byte, toff int, nb int, a *byte,
 // bp *int16, y *float32, yoff int), gemmQ4KPanel2C1's contract on the VNNI
 // instructions, for decode: nb super-blocks of two Q4_K panels (at t and
 // t+toff, which decode places far apart, two streams) by one Q8_K
@@ -301,8 +323,8 @@ func kernel(p func(string, ...any), c int) {
 // scales, Z9 and Z13 two sub-blocks' scales, Z10 and Z11 the two
 // sub-blocks' sums, Z12 sumi, Z24 the 16 outputs, Z31 bytes 0x0f. The
 // float part uses Z0..Z9 as gemmQ4KTile2V's.
-func decodeKernel(p func(string, ...any)) {
-	name := "gemmQ4KPanel2V"
+func decodeKernel(p func(string, ...any), v decodeVariant) {
+	name := "gemmQ4KPanel2V" + v.suffix
 	p("")
 	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
@@ -320,6 +342,12 @@ func decodeKernel(p func(string, ...any)) {
 	p("")
 	p("loop_%s:", name)
 	for q := 0; q < 4; q++ {
+		if v.prefetchOp != "" { // the two panels' super-block ahead, a quarter of its lines a pair
+			for l := 6 * q; l < min(6*q+6, (q4kTileBytes+63)/64); l++ {
+				p("\t%s %d(SI)", v.prefetchOp, v.prefetch+64*l)
+				p("\t%s %d(SI)(R13*1)", v.prefetchOp, v.prefetch+64*l)
+			}
+		}
 		for g := 0; g < 8; g++ {
 			both(p, tileOffQ+256*q+32*g, g)
 			p("\tVPSRLW $4, Z%d, Z%d", g, 16+g)
