@@ -12,6 +12,22 @@ import (
 	"testing"
 )
 
+// The AVX-512 decode kernels' two prefetch variants, for
+// BenchmarkPanelDecodeDRAM: "zen5" is what Zen 5 picks, "other" the rest.
+var _ = func() bool {
+	use := func(streams streamsKernels, q4k func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)) func() func() {
+		return func() func() {
+			s, q := panelStreamKernels, q4kDecodeVNNI
+			panelStreamKernels, q4kDecodeVNNI = streams, q4k
+			return func() { panelStreamKernels, q4kDecodeVNNI = s, q }
+		}
+	}
+	decodeVariants["avx512"] = append(decodeVariants["avx512"],
+		decodeVariant{"other", use(streamsPrefetchL2, gemmQ4KPanel2V)},
+		decodeVariant{"zen5", use(streamsPrefetchL1, gemmQ4KPanel2VL1)})
+	return true
+}()
+
 func TestX86CPUFromSignature(t *testing.T) {
 	for _, tc := range []struct {
 		vendor string

@@ -362,11 +362,24 @@ func BenchmarkGemmActsPut(b *testing.B) {
 	}
 }
 
+// decodeVariant is one per-CPU variant of a kernel set's decode kernels:
+// use puts it in use and returns a function that restores the CPU's pick.
+type decodeVariant struct {
+	name string
+	use  func() (restore func())
+}
+
+// decodeVariants[set] are the variants of a set's decode kernels (amd64:
+// the prefetch of the AVX-512 Q4_0/Q8_0 streams and Q4_K decode kernels).
+// BenchmarkPanelDecodeDRAM runs each, so that one run on a new kind of CPU
+// says which it wants.
+var decodeVariants = map[string][]decodeVariant{}
+
 // BenchmarkPanelDecodeDRAM measures one-row products (decode) on a repacked
 // matrix far larger than the caches (an LM head, 128256x2048) of each type
 // with panels, with each kernel set this CPU runs, on 2 threads: MB/s is the
 // weights' read rate, to compare type against type and with the memory
-// probe of `shade bench` in the same minute.
+// probe of `shade bench` in the same minute; then each of decodeVariants.
 func BenchmarkPanelDecodeDRAM(b *testing.B) {
 	defer UseGeneric(false)
 	rng := rand.New(rand.NewPCG(65, 66))
@@ -389,13 +402,19 @@ func BenchmarkPanelDecodeDRAM(b *testing.B) {
 				b.Fatal(err)
 			}
 			m.Repack(p)
-			b.Run(fmt.Sprintf("%v/%s", typ, set), func(b *testing.B) {
+			run := func(b *testing.B) {
 				var buf Scratch
 				b.SetBytes(int64(len(m.Data)))
 				for b.Loop() {
 					MatMul(p, m, x, 1, y, &buf)
 				}
-			})
+			}
+			b.Run(fmt.Sprintf("%v/%s", typ, set), run)
+			for _, v := range decodeVariants[set] {
+				restore := v.use()
+				b.Run(fmt.Sprintf("%v/%s/variant=%s", typ, set, v.name), run)
+				restore()
+			}
 			m.DropPanels()
 		}
 	}
