@@ -97,6 +97,12 @@ var genericKernels = kernelSet{
 //   - archHooks add kernels to those sets; a file registers one from a
 //     package-level variable's initializer (var _ = archHook(...)), never
 //     from an init. A hook that only suits some sets tests s.name.
+//
+// Below the sets, a few kernels whose best prefetch differs between CPUs
+// of the same instruction set are generated in variants and picked from
+// CPUID's vendor and family when the package's variables are initialized
+// (amd64: streamsFor, q4kDecodeFor); every variant computes the same bits
+// and is tested on any CPU that runs its set.
 
 // archHooks are applied in order to a copy of each of archKernels' sets.
 var archHooks []func(*kernelSet)
