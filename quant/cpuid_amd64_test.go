@@ -86,7 +86,7 @@ func TestDetectX86MatchesProc(t *testing.T) {
 }
 
 // TestStreamsForPicksByCPU holds the per-CPU kernel variants (streamsFor,
-// q4kDecodeFor) to the CPUs they were measured on.
+// tilesFor, q4kDecodeFor) to the CPUs they were measured on.
 func TestStreamsForPicksByCPU(t *testing.T) {
 	name := func(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
 	same := func(a, b streamsKernels) bool { return name(a[0]) == name(b[0]) && name(a[1]) == name(b[1]) }
@@ -105,6 +105,13 @@ func TestStreamsForPicksByCPU(t *testing.T) {
 		}
 		if got := q4kDecodeFor(tc.cpu); name(got) != name(wantDecode) {
 			t.Errorf("%+v: Q4_K decode %s, want %s", tc.cpu, name(got), name(wantDecode))
+		}
+		wantTiles := tilesPrefetchL2
+		if name(tc.want[0]) == name(streamsPrefetchL1[0]) {
+			wantTiles = tilesPrefetchL1
+		}
+		if got := tilesFor(tc.cpu); name(got[0][15]) != name(wantTiles[0][15]) || name(got[1][0]) != name(wantTiles[1][0]) {
+			t.Errorf("%+v: tiles %s, want %s", tc.cpu, name(got[0][15]), name(wantTiles[0][15]))
 		}
 		if !same(streamsFor(tc.cpu), tc.want) {
 			t.Errorf("%+v: got %s, want %s", tc.cpu, name(streamsFor(tc.cpu)[0]), name(tc.want[0]))

@@ -132,21 +132,22 @@ func TestGemmFullMatchesTwin(t *testing.T) {
 	}
 }
 
-// TestGemmPanelMatchesTwin holds the panel kernels (the tile kernels for
-// 1-16 activation rows and both variants of the one-row streams kernel) bit
-// for bit against gemmGo on the same weights in the file's layout, over row
+// TestGemmPanelMatchesTwin holds the panel kernels (both variants of the
+// tile kernels for 1-16 activation rows and of the one-row streams kernel)
+// bit for bit against gemmGo on the same weights in the file's layout, over row
 // ranges that start past row 0 and leave tiles beside the streams.
 func TestGemmPanelMatchesTwin(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("CPU lacks AVX-512 VNNI")
 	}
-	defer func(k streamsKernels) { panelStreamKernels = k }(panelStreamKernels)
+	defer func(k streamsKernels, tk tileKernels) { panelStreamKernels, panelKernels = k, tk }(panelStreamKernels, panelKernels)
 	for _, variant := range []struct {
 		name    string
-		kernels streamsKernels
-	}{{"prefetch to L2", streamsPrefetchL2}, {"prefetch to L1", streamsPrefetchL1}} {
+		streams streamsKernels
+		tiles   tileKernels
+	}{{"prefetch to L2", streamsPrefetchL2, tilesPrefetchL2}, {"prefetch to L1", streamsPrefetchL1, tilesPrefetchL1}} {
 		t.Run(variant.name, func(t *testing.T) {
-			panelStreamKernels = variant.kernels
+			panelStreamKernels, panelKernels = variant.streams, variant.tiles
 			testGemmPanelMatchesTwin(t)
 		})
 	}

@@ -152,6 +152,54 @@ func gemmQ4_0Panel15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *
 func gemmQ4_0Panel16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
 
 //go:noescape
+func gemmQ4_0Panel1L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel2L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel3L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel4L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel5L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel6L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel7L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel8L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel9L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel10L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel11L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel12L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel13L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel14L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel15L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_0Panel16L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
 func gemmQ4_0PanelStreams(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)
 
 //go:noescape
@@ -303,6 +351,54 @@ func gemmQ8_0Panel15(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *
 
 //go:noescape
 func gemmQ8_0Panel16(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel1L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel2L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel3L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel4L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel5L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel6L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel7L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel8L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel9L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel10L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel11L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel12L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel13L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel14L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel15L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0Panel16L1(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)
 
 //go:noescape
 func gemmQ8_0PanelStreams(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)

@@ -50,8 +50,10 @@ func main() {
 			kernel(p, typ, c)
 		}
 		decKernel(p, typ)
-		for c := 1; c <= 16; c++ {
-			panelKernel(p, typ, c)
+		for _, v := range panelTileVariants {
+			for c := 1; c <= 16; c++ {
+				panelKernel(p, typ, c, v)
+			}
 		}
 		for _, v := range panelStreamsVariants {
 			panelStreamsKernel(p, typ, panelStreams, v)
@@ -70,8 +72,10 @@ func main() {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sVNNI%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, rb int, mask uint64)\n", typ, c)
 		}
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sDec(w *byte, ng int, a *byte, side *uint32, y *float32, rb int)\n", typ)
-		for c := 1; c <= 16; c++ {
-			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanel%d(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)\n", typ, c)
+		for _, v := range panelTileVariants {
+			for c := 1; c <= 16; c++ {
+				fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanel%d%s(w *byte, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int)\n", typ, c, v.suffix)
+			}
 		}
 		for _, v := range panelStreamsVariants {
 			fmt.Fprintf(&d, "\n//go:noescape\nfunc gemm%sPanelStreams%s(w *byte, ws int, nb int, a *byte, side *uint32, y *float32, yst int)\n", typ, v.suffix)
@@ -387,8 +391,8 @@ func contains(list []string, s string) bool {
 // block, DI y, R11 y's row stride in bytes. Z0-Z7 unpacked weights, Z9 dw,
 // Z10 nibble mask, Z11-Z14 temporaries, Z15 a float temporary, Z16..
 // accumulators.
-func panelKernel(p func(string, ...any), typ string, c int) {
-	name := fmt.Sprintf("gemm%sPanel%d", typ, c)
+func panelKernel(p func(string, ...any), typ string, c int, v tileVariant) {
+	name := fmt.Sprintf("gemm%sPanel%d%s", typ, c, v.suffix)
 	blockBytes := 16 * 18
 	if typ == "Q8_0" {
 		blockBytes = 16 * 34
@@ -413,7 +417,7 @@ func panelKernel(p func(string, ...any), typ string, c int) {
 	}
 	p("")
 	p("loop_%s:", name)
-	panelLoads(p, typ, blockBytes, panelTilePrefetchOp, panelTilePrefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
+	panelLoads(p, typ, blockBytes, v.prefetchOp, v.prefetch, func(off int) string { return fmt.Sprintf("%d(SI)", off) })
 	dots(p, c, []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}, "Z9", []string{"Z11", "Z12", "Z13", "Z14"}, "Z15")
 	p("\tADDQ $%d, SI", blockBytes)
 	p("\tADDQ DX, R8")
@@ -556,16 +560,31 @@ type streamsVariant struct {
 // ms a token against T1's 12.69-13.17, every pair T0's.
 var panelStreamsVariants = []streamsVariant{{"", "PREFETCHT1"}, {"L1", "PREFETCHT0"}}
 
-// panelTilePrefetch is how far ahead, in bytes, the batch kernels prefetch
-// their one panel: about nine Q4_0 blocks, the ~20 ns of compute each of
-// them takes at 16 rows against a DRAM latency past 100 ns. Measured on Zen 5
-// (2026-12-02, model's BenchmarkFileForward at batch 16, medians of 5-7
-// alternated runs): 1024 bytes 55.5 tok/s on the 8B Q4_0 file and 337 on
-// the 1B one; 2048 65.3 / 349; 2560 65.7 / 373; 3584 and 4608 no better.
-const panelTilePrefetch = 2560
+// tileVariant is one prefetch choice for the batch kernels on panels,
+// generated for each CPU kind that measured a different best; quant picks
+// by CPU at start (panelKernels).
+type tileVariant struct {
+	suffix     string // of the kernel's name
+	prefetchOp string
+	prefetch   int // bytes ahead in the panel
+}
 
-// panelTilePrefetchOp is the batch kernels' prefetch instruction, into L2
-// as the streams kernels': on Zen 4 (2026-12-03, 1B Q4_0 batch 16, 4
-// alternated runs) PREFETCHT1 took 66.5-69.8 ms a pass against T0's
-// 67.9-77.5.
-const panelTilePrefetchOp = "PREFETCHT1"
+// panelTileVariants: how far ahead the batch kernels prefetch their one
+// panel, and into which cache.
+//
+// 2560 bytes into L2 (about nine Q4_0 blocks, the ~20 ns of compute each
+// takes at 16 rows against a DRAM latency past 100 ns). The distance was
+// measured on Zen 5 with PREFETCHT0 (2026-12-02, model's
+// BenchmarkFileForward at batch 16, medians of 5-7 alternated runs):
+// 1024 bytes 55.5 tok/s on the 8B Q4_0 file and 337 on the 1B one; 2048
+// 65.3 / 349; 2560 65.7 / 373; 3584 and 4608 no better. T1 came from Zen 4
+// (2026-12-03, 1B Q4_0 batch 16, 4 alternated runs): 66.5-69.8 ms a pass
+// against T0's 67.9-77.5.
+//
+// 7680 bytes into L1, for Zen 5 (2026-12-05): one thread's batch-16
+// products over a 150 MB matrix, alternated in one process, read at a
+// median 220-251 G MAC/s with the first, 264-268 with this (T0 5120
+// 248-260, T1 7680 221-254, T1 10240 234-267, no prefetch 131); in the
+// model, 1B Q4_0 batch 16 5 of 5 alternated pairs faster (medians 47.4 ->
+// 45.2 ms a pass), batch 4 4 of 4 (26.5 -> 24.4), the 8B's batch 16 even.
+var panelTileVariants = []tileVariant{{"", "PREFETCHT1", 2560}, {"L1", "PREFETCHT0", 7680}}
