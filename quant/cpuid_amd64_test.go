@@ -6,25 +6,23 @@ import (
 	"bufio"
 	"os"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// The AVX-512 decode kernels' two prefetch variants, for
-// BenchmarkPanelDecodeDRAM: "zen5" is what Zen 5 picks, "other" the rest.
+// The AVX-512 kernels' prefetch variants, for BenchmarkPanelDecodeDRAM.
 var _ = func() bool {
-	use := func(streams streamsKernels, q4k func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)) func() func() {
-		return func() func() {
-			s, q := panelStreamKernels, q4kDecodeVNNI
-			panelStreamKernels, q4kDecodeVNNI = streams, q4k
-			return func() { panelStreamKernels, q4kDecodeVNNI = s, q }
-		}
+	for i := range prefetchVariants {
+		v := &prefetchVariants[i]
+		decodeVariants["avx512"] = append(decodeVariants["avx512"], decodeVariant{v.name, func() func() {
+			old := tuned
+			tuned = v
+			return func() { tuned = old }
+		}})
 	}
-	decodeVariants["avx512"] = append(decodeVariants["avx512"],
-		decodeVariant{"other", use(streamsPrefetchL2, gemmQ4KPanel2V)},
-		decodeVariant{"zen5", use(streamsPrefetchL1, gemmQ4KPanel2VL1)})
 	return true
 }()
 
@@ -85,36 +83,35 @@ func TestDetectX86MatchesProc(t *testing.T) {
 	}
 }
 
-// TestStreamsForPicksByCPU holds the per-CPU kernel variants (streamsFor,
-// tilesFor, q4kDecodeFor) to the CPUs they were measured on.
-func TestStreamsForPicksByCPU(t *testing.T) {
-	name := func(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
-	same := func(a, b streamsKernels) bool { return name(a[0]) == name(b[0]) && name(a[1]) == name(b[1]) }
+// TestPrefetchForPicksByCPU holds the per-CPU kernel variants to the CPUs
+// they were measured on.
+func TestPrefetchForPicksByCPU(t *testing.T) {
 	for _, tc := range []struct {
 		cpu  x86CPU
-		want streamsKernels
+		want string
 	}{
-		{x86CPU{amd: true, family: 0x1a, model: 0x02}, streamsPrefetchL1},
-		{x86CPU{amd: true, family: 0x19, model: 0x11}, streamsPrefetchL2},
-		{x86CPU{amd: true, family: 0x19, model: 0x01}, streamsPrefetchL2},
-		{x86CPU{amd: false, family: 0x06, model: 0xba}, streamsPrefetchL2},
+		{x86CPU{amd: true, family: 0x1a, model: 0x02}, "L1"}, // Zen 5
+		{x86CPU{amd: true, family: 0x19, model: 0x11}, "L2"}, // Zen 4
+		{x86CPU{amd: true, family: 0x19, model: 0x01}, "L2"}, // Zen 3
+		{x86CPU{amd: false, family: 0x06, model: 0xba}, "L2"},
 	} {
-		wantDecode := any(gemmQ4KPanel2V)
-		if name(tc.want[0]) == name(streamsPrefetchL1[0]) {
-			wantDecode = gemmQ4KPanel2VL1 // the Zen 5 choices go together
+		if got := prefetchFor(tc.cpu).name; got != tc.want {
+			t.Errorf("%+v: variant %s, want %s", tc.cpu, got, tc.want)
 		}
-		if got := q4kDecodeFor(tc.cpu); name(got) != name(wantDecode) {
-			t.Errorf("%+v: Q4_K decode %s, want %s", tc.cpu, name(got), name(wantDecode))
+	}
+	// Each variant's kernels are its own: a name is all the test above reads.
+	name := func(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
+	for _, v := range prefetchVariants {
+		suffix := ""
+		if v.name == "L1" {
+			suffix = "L1"
 		}
-		wantTiles := tilesPrefetchL2
-		if name(tc.want[0]) == name(streamsPrefetchL1[0]) {
-			wantTiles = tilesPrefetchL1
-		}
-		if got := tilesFor(tc.cpu); name(got[0][15]) != name(wantTiles[0][15]) || name(got[1][0]) != name(wantTiles[1][0]) {
-			t.Errorf("%+v: tiles %s, want %s", tc.cpu, name(got[0][15]), name(wantTiles[0][15]))
-		}
-		if !same(streamsFor(tc.cpu), tc.want) {
-			t.Errorf("%+v: got %s, want %s", tc.cpu, name(streamsFor(tc.cpu)[0]), name(tc.want[0]))
+		// The generated names: gemm<t>PanelStreams<s>, gemm<t>Panel<c><s>, gemmQ4KPanel2V<s>.
+		own := regexp.MustCompile(`\.gemm(Q4_0|Q8_0|Q4K)Panel(Streams|\d+|2V)` + suffix + `$`)
+		for _, f := range []any{v.streams[0], v.streams[1], v.tiles[0][0], v.tiles[0][15], v.tiles[1][0], v.tiles[1][15], v.q4kDecode} {
+			if n := name(f); !own.MatchString(n) {
+				t.Errorf("variant %s holds %s", v.name, n)
+			}
 		}
 	}
 }

@@ -101,8 +101,8 @@ var genericKernels = kernelSet{
 // Below the sets, a few kernels whose best prefetch differs between CPUs
 // of the same instruction set are generated in variants and picked from
 // CPUID's vendor and family when the package's variables are initialized
-// (amd64: streamsFor, tilesFor, q4kDecodeFor); every variant computes the same bits
-// and is tested on any CPU that runs its set.
+// (amd64: prefetchFor); every variant computes the same bits and is
+// tested on any CPU that runs its set.
 
 // archHooks are applied in order to a copy of each of archKernels' sets.
 var archHooks []func(*kernelSet)

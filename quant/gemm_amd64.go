@@ -133,18 +133,6 @@ var (
 	}
 )
 
-// panelKernels is the tile kernels' variant for this CPU (tilesFor).
-var panelKernels = tilesFor(thisX86)
-
-// tilesFor picks the tile kernels' variant for a CPU: L1 on Zen 5, L2
-// elsewhere (Zen 4 measured; the rest not).
-func tilesFor(c x86CPU) tileKernels {
-	if c.zen5() {
-		return tilesPrefetchL1
-	}
-	return tilesPrefetchL2
-}
-
 // panelStreams is how many tiles far apart gemm<t>PanelStreams reads at
 // once (quant/_gen/gemm).
 const panelStreams = 8
@@ -161,18 +149,35 @@ var (
 	streamsPrefetchL1 = streamsKernels{gemmQ4_0PanelStreamsL1, gemmQ8_0PanelStreamsL1}
 )
 
-// panelStreamKernels[t] computes panelStreams tiles far apart for one
-// activation row (t as in gemmKernels): the variant measured best on this
-// CPU, L2 where nothing was measured.
-var panelStreamKernels = streamsFor(thisX86)
-
-// streamsFor picks the streams kernels' variant for a CPU.
-func streamsFor(c x86CPU) streamsKernels {
-	if c.zen5() {
-		return streamsPrefetchL1
-	}
-	return streamsPrefetchL2
+// prefetchVariant is the kernels of one prefetch choice, for the three
+// kernel families whose best prefetch went opposite ways on Zen 4 and Zen 5:
+// the one-row streams kernels (streams[t], panelStreams tiles far apart;
+// t as in gemmKernels), the tile kernels and the Q4_K decode kernel
+// (q4k512_amd64.go). Every variant computes the same bits.
+type prefetchVariant struct {
+	name      string
+	streams   streamsKernels
+	tiles     tileKernels
+	q4kDecode q4kPairKernel
 }
+
+// prefetchVariants: [0] into L2 or not at all, measured best on Zen 4 and
+// kept where nothing was measured; [1] into L1, farther ahead, for Zen 5.
+var prefetchVariants = [2]prefetchVariant{
+	{"L2", streamsPrefetchL2, tilesPrefetchL2, gemmQ4KPanel2V},
+	{"L1", streamsPrefetchL1, tilesPrefetchL1, gemmQ4KPanel2VL1},
+}
+
+// prefetchFor picks the variant for a CPU.
+func prefetchFor(c x86CPU) *prefetchVariant {
+	if c.zen5() {
+		return &prefetchVariants[1]
+	}
+	return &prefetchVariants[0]
+}
+
+// tuned is the variant this CPU runs (the tests and benchmarks swap it).
+var tuned = prefetchFor(thisX86)
 
 // gemmPanelVNNI is gemmGo for rows [lo, hi) (multiples of panelRows) of a
 // matrix repacked into panels, rows of rb bytes, and the c activation rows
@@ -198,11 +203,11 @@ func gemmPanelVNNI(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y 
 	if c == 1 && a.n == 1 {
 		per := (hi - lo) / panelRows / panelStreams * panelRows // rows of each stream
 		for r := lo; r < lo+per; r += panelRows {
-			panelStreamKernels[ti](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4)
+			tuned.streams[ti](&panels[r*rb], per*rb, a.nb, &a.q[0], &a.side[0], &y[r], per*4)
 		}
 		r0 = lo + panelStreams*per
 	}
-	fns := &panelKernels[ti]
+	fns := &tuned.tiles[ti]
 	for ; r0 < hi; r0 += panelRows {
 		for c0 := 0; c0 < c; c0 += gemmCols {
 			cc := min(c-c0, gemmCols)

@@ -140,14 +140,10 @@ func TestGemmPanelMatchesTwin(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("CPU lacks AVX-512 VNNI")
 	}
-	defer func(k streamsKernels, tk tileKernels) { panelStreamKernels, panelKernels = k, tk }(panelStreamKernels, panelKernels)
-	for _, variant := range []struct {
-		name    string
-		streams streamsKernels
-		tiles   tileKernels
-	}{{"prefetch to L2", streamsPrefetchL2, tilesPrefetchL2}, {"prefetch to L1", streamsPrefetchL1, tilesPrefetchL1}} {
-		t.Run(variant.name, func(t *testing.T) {
-			panelStreamKernels, panelKernels = variant.streams, variant.tiles
+	defer func(v *prefetchVariant) { tuned = v }(tuned)
+	for i := range prefetchVariants {
+		t.Run("prefetch to "+prefetchVariants[i].name, func(t *testing.T) {
+			tuned = &prefetchVariants[i]
 			testGemmPanelMatchesTwin(t)
 		})
 	}

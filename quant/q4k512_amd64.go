@@ -7,20 +7,12 @@ package quant
 // the tests can run every width.
 var q4kTile2Width = 8
 
-// q4kDecodeVNNI is the one-row kernel gemmQ4KPanelsVNNI runs: the variant
-// measured best on this CPU (q4kDecodeFor).
-var q4kDecodeVNNI = q4kDecodeFor(thisX86)
-
-// q4kDecodeFor picks the decode kernel's variant for a CPU: with a
-// PREFETCHT0 four super-blocks ahead on Zen 5 (1B Q4_K decode ~1.19x
-// faster there), without a prefetch elsewhere (Zen 4 measured it slower
-// with one; quant/_gen/q4k512, decodeVariants).
-func q4kDecodeFor(c x86CPU) func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int) {
-	if c.zen5() {
-		return gemmQ4KPanel2VL1
-	}
-	return gemmQ4KPanel2V
-}
+// q4kPairKernel is a one-row Q4_K kernel on two panels far apart
+// (gemmQ4KPanelsDecode's pair). The AVX-512 one comes in two variants
+// (quant/_gen/q4k512, decodeVariants): without a prefetch (Zen 4 measured
+// it slower with one) and with a PREFETCHT0 four super-blocks ahead (1B
+// Q4_K decode ~1.15x faster on Zen 5); tuned.q4kDecode is this CPU's.
+type q4kPairKernel = func(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
 
 // gemmQ4KPanelsVNNI is gemmQ4KPanelsAVX2 with the AVX-512 VNNI tile
 // kernels (q4k512_amd64.s, quant/_gen/q4k512) for batches: rows
@@ -36,7 +28,7 @@ func gemmQ4KPanelsVNNI(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []
 		panic("quant: gemmQ4KPanelsVNNI: bad shape")
 	}
 	if n == 1 && nb <= q4kDecMaxBlocks {
-		gemmQ4KPanelsDecode(q4kDecodeVNNI, panels, nb, lo, hi, a, y)
+		gemmQ4KPanelsDecode(tuned.q4kDecode, panels, nb, lo, hi, a, y)
 		return
 	}
 	pairs := lo + (hi-lo)/(2*q4kPanelRows)*(2*q4kPanelRows)

@@ -544,7 +544,7 @@ const panelPrefetch = 1024
 
 // streamsVariant is one prefetch instruction for the streams kernel, which
 // is the one choice here that went opposite ways on two CPUs, so both are
-// generated and quant picks by CPU at start (panelStreamKernels).
+// generated and quant picks by CPU at start (prefetchFor).
 type streamsVariant struct {
 	suffix     string // of the kernel's name
 	prefetchOp string
@@ -562,7 +562,7 @@ var panelStreamsVariants = []streamsVariant{{"", "PREFETCHT1"}, {"L1", "PREFETCH
 
 // tileVariant is one prefetch choice for the batch kernels on panels,
 // generated for each CPU kind that measured a different best; quant picks
-// by CPU at start (panelKernels).
+// by CPU at start (prefetchFor).
 type tileVariant struct {
 	suffix     string // of the kernel's name
 	prefetchOp string

@@ -289,7 +289,7 @@ func kernel(p func(string, ...any), c int) {
 
 // decodeVariant is one prefetch choice for the decode kernel, which went
 // opposite ways on two CPUs, so both are generated and quant picks by CPU
-// at start (q4kDecodeFor).
+// at start (prefetchFor).
 type decodeVariant struct {
 	suffix     string // of the kernel's name
 	prefetchOp string // "" for none
