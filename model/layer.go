@@ -243,27 +243,26 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 	// elsewhere, which would change no bit), marked in raised.
 	four := g == 4 && fourHeadSteps
 	steps := func(i, n int, sc []float32) {
+		if four {
+			// The four queries together in quant's kernels: all but the
+			// sums' chains go many slots at a time.
+			var rose [4]uint64
+			quant.SoftmaxArgs4(sc, exps, attnChunk, n, scale, (*[4]float32)(maxs[i:i+4]), &rose)
+			if n == attnChunk {
+				quant.Exp32s(exps)
+			} else {
+				for k := range 4 {
+					quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
+				}
+			}
+			quant.SoftmaxSteps4(exps, weights, factors, raised, attnChunk, n, &rose, (*[4]float32)(sums[i:i+4]))
+			return
+		}
 		// The exponentials first, all at once in a vector kernel: each
 		// step's argument is its score against the maximum before it.
-		if four {
-			expArgs4(sc, exps, maxs[i:i+4], scale, n)
-		} else {
-			for k := range g {
-				expArgs(sc[k*attnChunk:k*attnChunk+n], exps[k*attnChunk:k*attnChunk+n], maxs[i+k], scale)
-			}
-		}
-		if n == attnChunk {
-			quant.Exp32s(exps)
-		} else {
-			for k := range g {
-				quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
-			}
-		}
-		if four {
-			// The four queries' sums side by side: four chains of adds
-			// in flight instead of one at a time, each in its own order.
-			steps4(sc, exps, weights, factors, raised, maxs[i:i+4], sums[i:i+4], n)
-			return
+		for k := range g {
+			expArgs(sc[k*attnChunk:k*attnChunk+n], exps[k*attnChunk:k*attnChunk+n], maxs[i+k], scale)
+			quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
 		}
 		for k := range g {
 			o := k * attnChunk
@@ -359,7 +358,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 }
 
 // fourHeadSteps lets attendBlock take the softmax steps of four query
-// heads together (expArgs4, steps4); the tests turn it off to hold them
+// heads together (quant.SoftmaxArgs4, SoftmaxSteps4); the tests turn it off to hold them
 // against the steps of one head at a time.
 var fourHeadSteps = true
 
@@ -372,25 +371,6 @@ func expArgs(sc, ex []float32, m, scale float32) {
 		x *= scale
 		sc[j] = x
 		ex[j], m = expArg(x, m)
-	}
-}
-
-// expArgs4 is expArgs for the four queries of a KV head (scores and
-// arguments attnChunk apart, running maxima from maxs, which it does not
-// change), slot by slot, so that their four chains of comparisons run
-// side by side.
-func expArgs4(sc, ex, maxs []float32, scale float32, n int) {
-	const c = attnChunk
-	sc0, sc1, sc2, sc3 := sc[:n], sc[c:c+n], sc[2*c:2*c+n], sc[3*c:3*c+n]
-	ex0, ex1, ex2, ex3 := ex[:n], ex[c:c+n], ex[2*c:2*c+n], ex[3*c:3*c+n]
-	m0, m1, m2, m3 := maxs[0], maxs[1], maxs[2], maxs[3]
-	for j := range sc0 {
-		x0, x1, x2, x3 := sc0[j]*scale, sc1[j]*scale, sc2[j]*scale, sc3[j]*scale
-		sc0[j], sc1[j], sc2[j], sc3[j] = x0, x1, x2, x3
-		ex0[j], m0 = expArg(x0, m0)
-		ex1[j], m1 = expArg(x1, m1)
-		ex2[j], m2 = expArg(x2, m2)
-		ex3[j], m3 = expArg(x3, m3)
 	}
 }
 
@@ -412,37 +392,11 @@ func expArg(x, m float32) (arg, nm float32) {
 // step's latency sooner.
 func softmaxStep(x, e, m, sum float32) (nm, nsum, w, f float32, rose bool) {
 	if x > m {
-		return x, sum*e + 1, 1, e, true
+		// Two roundings on every architecture, as quant.SoftmaxSteps4:
+		// the conversion keeps Go from fusing them into one FMA.
+		return x, float32(sum*e) + 1, 1, e, true
 	}
 	return m, sum + e, e, 1, false
-}
-
-// steps4 is softmaxStep over n slots for the four queries of a KV head
-// (their scores, exponentials, weights and factors attnChunk apart in sc,
-// ex, w and f), slot by slot, so that the four chains of dependent adds
-// run side by side; raised[j] is set where some query's maximum rose. Each
-// query's steps are those it would take alone, in the same order.
-func steps4(sc, ex, w, f, raised, maxs, sums []float32, n int) {
-	const c = attnChunk
-	sc0, sc1, sc2, sc3 := sc[:n], sc[c:c+n], sc[2*c:2*c+n], sc[3*c:3*c+n]
-	ex0, ex1, ex2, ex3 := ex[:n], ex[c:c+n], ex[2*c:2*c+n], ex[3*c:3*c+n]
-	w0, w1, w2, w3 := w[:n], w[c:c+n], w[2*c:2*c+n], w[3*c:3*c+n]
-	f0, f1, f2, f3 := f[:n], f[c:c+n], f[2*c:2*c+n], f[3*c:3*c+n]
-	raised = raised[:n]
-	m0, m1, m2, m3 := maxs[0], maxs[1], maxs[2], maxs[3]
-	s0, s1, s2, s3 := sums[0], sums[1], sums[2], sums[3]
-	for j := range raised {
-		var r0, r1, r2, r3 bool
-		m0, s0, w0[j], f0[j], r0 = softmaxStep(sc0[j], ex0[j], m0, s0)
-		m1, s1, w1[j], f1[j], r1 = softmaxStep(sc1[j], ex1[j], m1, s1)
-		m2, s2, w2[j], f2[j], r2 = softmaxStep(sc2[j], ex2[j], m2, s2)
-		m3, s3, w3[j], f3[j], r3 = softmaxStep(sc3[j], ex3[j], m3, s3)
-		if r0 || r1 || r2 || r3 {
-			raised[j] = 1
-		}
-	}
-	maxs[0], maxs[1], maxs[2], maxs[3] = m0, m1, m2, m3
-	sums[0], sums[1], sums[2], sums[3] = s0, s1, s2, s3
 }
 
 // rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).

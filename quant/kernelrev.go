@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "9d9de10d2a95f426"
+const kernelRevision = "84bcc2166fbaaf0c"
