@@ -180,7 +180,7 @@ func (s *State) attendRange(lo, hi int) {
 			}
 			b := s.attnBlocks - 1 - t/kvHeads
 			r0 := b * s.attnQB
-			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%kvHeads, s.scratchF[w])
+			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%kvHeads, s.scratchF[w], &s.attnRose[w])
 		}
 	}
 }
@@ -206,8 +206,9 @@ const attnChunk = 64
 // every query then goes over the chunk's values while they are in cache.
 // Each query's steps are the same, in the same order, whatever block and
 // chunk they fall in, which keeps every row's result independent of the
-// batch around it.
-func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
+// batch around it. rose is the worker's buffer for quant.SoftmaxArgs4's
+// rose bits.
+func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32, rose *[4]uint64) {
 	c := s.cfg
 	hd, qd, kvd := c.HeadDim, c.QDim(), c.KVDim()
 	g := c.Heads / c.KVHeads
@@ -246,8 +247,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 		if four {
 			// The four queries together in quant's kernels: all but the
 			// sums' chains go many slots at a time.
-			var rose [4]uint64
-			quant.SoftmaxArgs4(sc, exps, attnChunk, n, scale, (*[4]float32)(maxs[i:i+4]), &rose)
+			quant.SoftmaxArgs4(sc, exps, attnChunk, n, scale, (*[4]float32)(maxs[i:i+4]), rose)
 			if n == attnChunk {
 				quant.Exp32s(exps)
 			} else {
@@ -255,7 +255,7 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32) {
 					quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
 				}
 			}
-			quant.SoftmaxSteps4(exps, weights, factors, raised, attnChunk, n, &rose, (*[4]float32)(sums[i:i+4]))
+			quant.SoftmaxSteps4(exps, weights, factors, raised, attnChunk, n, rose, (*[4]float32)(sums[i:i+4]))
 			return
 		}
 		// The exponentials first, all at once in a vector kernel: each

@@ -84,9 +84,7 @@ var genericKernels = kernelSet{
 	softmaxArgs4: func(sc, ex []float32, stride, n int, scale float32, maxs *[4]float32, rose *[4]uint64) {
 		softmaxArgs4Go(sc, ex, stride, 0, n, scale, maxs, rose)
 	},
-	softmaxSteps4: func(ex, w, f, raised []float32, stride, n int, rose *[4]uint64, sums *[4]float32) {
-		softmaxSteps4Go(ex, w, f, raised, stride, 0, n, rose, sums)
-	},
+	softmaxSteps4: softmaxSteps4Go,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

@@ -77,22 +77,42 @@ func softmaxArgs4Go(sc, ex []float32, stride, from, n int, scale float32, maxs *
 	}
 }
 
-// softmaxSteps4Go is SoftmaxSteps4 from slot from on.
-func softmaxSteps4Go(ex, w, f, raised []float32, stride, from, n int, rose *[4]uint64, sums *[4]float32) {
+// softmaxSteps4Go is SoftmaxSteps4: the marks, then the sums.
+func softmaxSteps4Go(ex, w, f, raised []float32, stride, n int, rose *[4]uint64, sums *[4]float32) {
+	softmaxMarks4Go(ex, w, f, raised, stride, 0, n, rose)
+	softmaxSums4Go(ex, stride, n, rose, sums)
+}
+
+// softmaxMarks4Go writes SoftmaxSteps4's weights, factors and raised marks
+// from slot from on (the kernels leave it the slots past their last whole
+// vector).
+func softmaxMarks4Go(ex, w, f, raised []float32, stride, from, n int, rose *[4]uint64) {
 	for q := range 4 {
 		o := q * stride
 		e, wq, fq := ex[o:o+n], w[o:o+n], f[o:o+n]
-		sum, r := sums[q], rose[q]
 		for j := from; j < n; j++ {
-			if r>>j&1 != 0 {
-				// Two roundings on every architecture: the conversion
-				// keeps Go from fusing them into one FMA where it may.
-				sum = float32(sum*e[j]) + 1
+			if rose[q]>>j&1 != 0 {
 				wq[j], fq[j] = 1, e[j]
 				raised[j] = 1
 			} else {
-				sum += e[j]
 				wq[j], fq[j] = e[j], 1
+			}
+		}
+	}
+}
+
+// softmaxSums4Go adds slots [0, n) into the four queries' sums, in order.
+func softmaxSums4Go(ex []float32, stride, n int, rose *[4]uint64, sums *[4]float32) {
+	for q := range 4 {
+		e := ex[q*stride : q*stride+n]
+		sum, r := sums[q], rose[q]
+		for j, x := range e {
+			if r>>j&1 != 0 {
+				// Two roundings on every architecture: the conversion
+				// keeps Go from fusing them into one FMA where it may.
+				sum = float32(sum*x) + 1
+			} else {
+				sum += x
 			}
 		}
 		sums[q] = sum

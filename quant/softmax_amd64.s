@@ -82,20 +82,19 @@ argsVector:
 	VZEROUPPER
 	RET
 
-// func softmaxSteps4AVX512(ex, w, f, raised *float32, stride, nv int, rose *[4]uint64, sums *[4]float32)
+// func softmaxSteps4AVX512(ex, w, f, raised *float32, stride, nv int, rose *[4]uint64)
 //
-// SoftmaxSteps4 (softmax.go) on the first nv*16 slots of each query: the
-// weights, factors and raised marks sixteen slots at a time under the rose
-// bits as masks, then the four sums' chains side by side, slot by slot,
-// with the slots where some maximum rose taken apart.
+// SoftmaxSteps4 (softmax.go) but for the sums, on the first nv*16 slots of
+// each query: the weights, factors and raised marks sixteen slots at a
+// time under the rose bits as masks.
 //
-// Registers, first part: SI query q's exponentials, DI its weights, DX its
-// factors, BX the stride in bytes, R12 the slots of the whole vectors, CX
-// the current slot, R10 query q's rose bits, R11 the queries left, R9
-// rose, R13 every query's rose bits ORed, R8 raised. Z28 ones. Second
-// part: R8, R9, R14, R15 the four queries' exponentials, X0-X3 their sums,
-// X15 one, R10-R13 the rose bits (R13 the OR), CX the slot.
-TEXT ·softmaxSteps4AVX512(SB), NOSPLIT, $0-64
+// The sums are softmaxSums4's.
+//
+// Registers: SI query q's exponentials, DI its weights, DX its factors, BX
+// the stride in bytes, R12 the slots of the whole vectors, CX the current
+// slot, R10 query q's rose bits, R11 the queries left, R9 rose, R13 every
+// query's rose bits ORed, R8 raised. Z28 ones.
+TEXT ·softmaxSteps4AVX512(SB), NOSPLIT, $0-56
 	MOVQ ex+0(FP), SI
 	MOVQ w+8(FP), DI
 	MOVQ f+16(FP), DX
@@ -158,17 +157,36 @@ stepsRaised:
 	CMPQ CX, R12
 	JLT stepsRaised
 
-	// The sums, in slot order.
+	VZEROUPPER
+	RET
+
+// func softmaxSums4(ex *float32, stride, n int, rose *[4]uint64, sums *[4]float32)
+//
+// SoftmaxSteps4's sums (softmax.go) over slots [0, n): the four queries'
+// chains side by side, slot by slot, in scalar VEX instructions (any AVX
+// CPU); a slot where some maximum rose goes query by query.
+//
+// Registers: R8, R9, R14, R15 the four queries' exponentials, X0-X3 their
+// sums, X15 one, R10, R11, DX, DI their rose bits and R13 the four ORed, R12
+// n, CX the slot, SI sums.
+TEXT ·softmaxSums4(SB), NOSPLIT, $0-40
 	MOVQ ex+0(FP), R8
+	MOVQ stride+8(FP), BX
+	SHLQ $2, BX
+	MOVQ n+16(FP), R12
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R14
 	LEAQ (R14)(BX*1), R15
-	MOVQ rose+48(FP), AX
+	MOVQ rose+24(FP), AX
 	MOVQ (AX), R10
 	MOVQ 8(AX), R11
 	MOVQ 16(AX), DX
 	MOVQ 24(AX), DI
-	MOVQ sums+56(FP), SI
+	MOVQ R10, R13
+	ORQ R11, R13
+	ORQ DX, R13
+	ORQ DI, R13
+	MOVQ sums+32(FP), SI
 	VMOVSS (SI), X0
 	VMOVSS 4(SI), X1
 	VMOVSS 8(SI), X2
@@ -231,5 +249,204 @@ stepsDone:
 	VMOVSS X1, 4(SI)
 	VMOVSS X2, 8(SI)
 	VMOVSS X3, 12(SI)
+	RET
+
+// Lane indexes for VPERMPS: each lane from the one 1, 2 or 4 below (lanes
+// below that take lane 0, then replaced), all lanes from lane 7; and each
+// lane's bit, to turn 8 rose bits into lane masks.
+DATA softmaxIdx<>+0(SB)/4, $0
+DATA softmaxIdx<>+4(SB)/4, $0
+DATA softmaxIdx<>+8(SB)/4, $1
+DATA softmaxIdx<>+12(SB)/4, $2
+DATA softmaxIdx<>+16(SB)/4, $3
+DATA softmaxIdx<>+20(SB)/4, $4
+DATA softmaxIdx<>+24(SB)/4, $5
+DATA softmaxIdx<>+28(SB)/4, $6
+DATA softmaxIdx<>+32(SB)/4, $0
+DATA softmaxIdx<>+36(SB)/4, $0
+DATA softmaxIdx<>+40(SB)/4, $0
+DATA softmaxIdx<>+44(SB)/4, $1
+DATA softmaxIdx<>+48(SB)/4, $2
+DATA softmaxIdx<>+52(SB)/4, $3
+DATA softmaxIdx<>+56(SB)/4, $4
+DATA softmaxIdx<>+60(SB)/4, $5
+DATA softmaxIdx<>+64(SB)/4, $0
+DATA softmaxIdx<>+68(SB)/4, $0
+DATA softmaxIdx<>+72(SB)/4, $0
+DATA softmaxIdx<>+76(SB)/4, $0
+DATA softmaxIdx<>+80(SB)/4, $0
+DATA softmaxIdx<>+84(SB)/4, $1
+DATA softmaxIdx<>+88(SB)/4, $2
+DATA softmaxIdx<>+92(SB)/4, $3
+DATA softmaxIdx<>+96(SB)/4, $7
+DATA softmaxIdx<>+100(SB)/4, $7
+DATA softmaxIdx<>+104(SB)/4, $7
+DATA softmaxIdx<>+108(SB)/4, $7
+DATA softmaxIdx<>+112(SB)/4, $7
+DATA softmaxIdx<>+116(SB)/4, $7
+DATA softmaxIdx<>+120(SB)/4, $7
+DATA softmaxIdx<>+124(SB)/4, $7
+DATA softmaxIdx<>+128(SB)/4, $1
+DATA softmaxIdx<>+132(SB)/4, $2
+DATA softmaxIdx<>+136(SB)/4, $4
+DATA softmaxIdx<>+140(SB)/4, $8
+DATA softmaxIdx<>+144(SB)/4, $16
+DATA softmaxIdx<>+148(SB)/4, $32
+DATA softmaxIdx<>+152(SB)/4, $64
+DATA softmaxIdx<>+156(SB)/4, $128
+GLOBL softmaxIdx<>(SB), RODATA|NOPTR, $160
+
+// func softmaxArgs4AVX2(sc, ex *float32, stride, nv int, scale float32, maxs *[4]float32, rose *[4]uint64)
+//
+// softmaxArgs4AVX512 on eight slots a vector: the prefix maximum by three
+// shifts (VPERMPS, then VBLENDPS puts -Inf in the lanes shifted in), the
+// rose lanes as compare masks, their bits by VMOVMSKPS.
+//
+// Registers: as softmaxArgs4AVX512, with Y15 scale, Y14 -Inf, Y13 Y12 Y11
+// the shift indexes, Y10 the index 7s, Y5 the running maximum, Y6 and Y4
+// masks.
+TEXT ·softmaxArgs4AVX2(SB), NOSPLIT, $0-56
+	MOVQ sc+0(FP), SI
+	MOVQ ex+8(FP), DI
+	MOVQ stride+16(FP), BX
+	SHLQ $2, BX
+	MOVQ nv+24(FP), R12
+	SHLQ $3, R12
+	VBROADCASTSS scale+32(FP), Y15
+	MOVQ maxs+40(FP), R8
+	MOVQ rose+48(FP), R9
+	MOVL $0xff800000, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU softmaxIdx<>+0(SB), Y13
+	VMOVDQU softmaxIdx<>+32(SB), Y12
+	VMOVDQU softmaxIdx<>+64(SB), Y11
+	VMOVDQU softmaxIdx<>+96(SB), Y10
+	MOVQ $4, R11
+
+args2Query:
+	VBROADCASTSS (R8), Y5
+	XORQ R10, R10
+	XORQ CX, CX
+	MOVQ SI, R13
+	MOVQ DI, R14
+
+args2Vector:
+	VMULPS (R13), Y15, Y0
+	VMOVUPS Y0, (R13)
+	VCMPPS $3, Y0, Y0, Y6
+	VBLENDVPS Y6, Y14, Y0, Y1
+	VPERMPS Y1, Y13, Y2
+	VBLENDPS $0x01, Y14, Y2, Y2
+	VMAXPS Y2, Y1, Y1
+	VPERMPS Y1, Y12, Y2
+	VBLENDPS $0x03, Y14, Y2, Y2
+	VMAXPS Y2, Y1, Y1
+	VPERMPS Y1, Y11, Y2
+	VBLENDPS $0x0f, Y14, Y2, Y2
+	VMAXPS Y2, Y1, Y1
+	VMAXPS Y5, Y1, Y1
+	VPERMPS Y1, Y13, Y3
+	VBLENDPS $0x01, Y5, Y3, Y3
+	VCMPPS $0x1e, Y3, Y0, Y4
+	VSUBPS Y3, Y0, Y7
+	VSUBPS Y0, Y3, Y8
+	VBLENDVPS Y4, Y8, Y7, Y7
+	VMOVUPS Y7, (R14)
+	VPERMPS Y1, Y10, Y5
+	VMOVMSKPS Y4, AX
+	SHLQ CX, AX
+	ORQ AX, R10
+	ADDQ $32, R13
+	ADDQ $32, R14
+	ADDQ $8, CX
+	CMPQ CX, R12
+	JLT args2Vector
+
+	VMOVSS X5, (R8)
+	MOVQ R10, (R9)
+	ADDQ $4, R8
+	ADDQ $8, R9
+	ADDQ BX, SI
+	ADDQ BX, DI
+	DECQ R11
+	JNZ args2Query
+	VZEROUPPER
+	RET
+
+// func softmaxSteps4AVX2(ex, w, f, raised *float32, stride, nv int, rose *[4]uint64)
+//
+// softmaxSteps4AVX512 on eight slots a vector, each vector's rose bits
+// turned into lane masks (broadcast, AND with each lane's bit, compare).
+//
+// Registers: as softmaxSteps4AVX512, with Y15 ones, Y14 the lanes' bits,
+// Y3 the mask.
+TEXT ·softmaxSteps4AVX2(SB), NOSPLIT, $0-56
+	MOVQ ex+0(FP), SI
+	MOVQ w+8(FP), DI
+	MOVQ f+16(FP), DX
+	MOVQ stride+32(FP), BX
+	SHLQ $2, BX
+	MOVQ nv+40(FP), R12
+	SHLQ $3, R12
+	MOVQ rose+48(FP), R9
+	MOVL $0x3f800000, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU softmaxIdx<>+128(SB), Y14
+	MOVQ (R9), R13
+	ORQ 8(R9), R13
+	ORQ 16(R9), R13
+	ORQ 24(R9), R13
+	MOVQ $4, R11
+
+steps2Query:
+	MOVQ (R9), R10
+	XORQ CX, CX
+	MOVQ SI, R14
+	MOVQ DI, R15
+	MOVQ DX, R8
+
+steps2Vector:
+	MOVQ R10, AX
+	SHRQ CX, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3
+	VPAND Y14, Y3, Y3
+	VPCMPEQD Y14, Y3, Y3
+	VMOVUPS (R14), Y0
+	VBLENDVPS Y3, Y15, Y0, Y1
+	VBLENDVPS Y3, Y0, Y15, Y2
+	VMOVUPS Y1, (R15)
+	VMOVUPS Y2, (R8)
+	ADDQ $32, R14
+	ADDQ $32, R15
+	ADDQ $32, R8
+	ADDQ $8, CX
+	CMPQ CX, R12
+	JLT steps2Vector
+
+	ADDQ $8, R9
+	ADDQ BX, SI
+	ADDQ BX, DI
+	ADDQ BX, DX
+	DECQ R11
+	JNZ steps2Query
+
+	MOVQ raised+24(FP), R8
+	XORQ CX, CX
+
+steps2Raised:
+	MOVQ R13, AX
+	SHRQ CX, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3
+	VPAND Y14, Y3, Y3
+	VPCMPEQD Y14, Y3, Y3
+	VMASKMOVPS Y15, Y3, (R8)
+	ADDQ $32, R8
+	ADDQ $8, CX
+	CMPQ CX, R12
+	JLT steps2Raised
 	VZEROUPPER
 	RET

@@ -195,13 +195,13 @@ func BenchmarkSoftmax4(b *testing.B) {
 			w := make([]float32, len(sc0))
 			f := make([]float32, len(sc0))
 			raised := make([]float32, n)
+			maxs, sums, rose := new([4]float32), new([4]float32), new([4]uint64)
 			for b.Loop() {
 				copy(sc, sc0)
-				maxs, sums := [4]float32{-1, -1, -1, -1}, [4]float32{1, 1, 1, 1}
-				var rose [4]uint64
-				SoftmaxArgs4(sc, ex, n, n, 0.125, &maxs, &rose)
+				*maxs, *sums = [4]float32{-1, -1, -1, -1}, [4]float32{1, 1, 1, 1}
+				SoftmaxArgs4(sc, ex, n, n, 0.125, maxs, rose)
 				Exp32s(ex[:4*n])
-				SoftmaxSteps4(ex, w, f, raised, n, n, &rose, &sums)
+				SoftmaxSteps4(ex, w, f, raised, n, n, rose, sums)
 				clear(raised)
 			}
 			b.ReportMetric(float64(4*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gslots/s")
