@@ -271,6 +271,7 @@ func cmdBenchSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "%-6s %8.2f   %6.2f×  %10.2f  %13.2f  %11.2f  %9.0f%%  %v\n",
 			r.Mode, r.TokPerS, r.Speedup, r.Acceptance, r.AcceptedPerStp, r.TokensPerStep, 100*r.DraftShare, r.Lossless)
 	}
+	fmt.Fprintln(stdout, "tok/s is the median over the prompts; speedup the median over the prompts of the mode's tok/s ÷ plain decoding's on the same prompt, run just before it")
 	return nil
 }
 
