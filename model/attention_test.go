@@ -69,48 +69,50 @@ func hiddenOf(t *testing.T, s *State, b Batch) []float32 {
 	return out
 }
 
-// TestFourHeadSteps holds the softmax steps of four query heads taken
-// together (expArgs4, steps4) against the steps of one head at a time, bit
-// for bit, on a model whose KV head has four query heads: every row's
-// final hidden state of a prompt longer than a chunk, run in uneven
-// ubatches, then of eight decode steps after it.
-func TestFourHeadSteps(t *testing.T) {
-	defer func() { fourHeadSteps = true }()
-	m := openConformance(t, "llama3-tiny-q4_0.gguf")
-	if g := m.Config.Heads / m.Config.KVHeads; g != 4 {
-		t.Fatalf("llama3-tiny-q4_0 has %d query heads a KV head; the test needs 4", g)
-	}
-	const n = 200
-	V := m.Config.Vocab
-	prompt := make([]int32, n)
-	for i := range prompt {
-		prompt[i] = int32((i*97 + 3) % V)
-	}
-	run := func(four bool) []float32 {
-		fourHeadSteps = four
-		s, _ := m.NewState(n + 8)
-		var out []float32
-		lo := 0
-		for _, hi := range []int{n / 2, n/2 + 37, n} {
-			out = append(out, hiddenOf(t, s, Chain(prompt[lo:hi]))...)
-			if err := s.CommitAll(); err != nil {
-				t.Fatal(err)
+// TestGroupSteps holds the softmax steps of a KV head's query heads taken
+// together (quant.SoftmaxArgs, SoftmaxSteps) against the steps of one head
+// at a time, bit for bit, on models whose KV heads have 2 and 4 query heads
+// and on the qwen ones: every row's final hidden state of a prompt longer
+// than a chunk, run in uneven ubatches, then of eight decode steps after it.
+func TestGroupSteps(t *testing.T) {
+	defer func() { groupSteps = true }()
+	for _, name := range []string{"llama3-tiny-q4_0.gguf", "llama-tiny-q8_0.gguf", "qwen2-tiny-q8_0.gguf", "qwen3-tiny-q8_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			m := openConformance(t, name)
+			t.Logf("%d query heads a KV head", m.Config.Heads/m.Config.KVHeads)
+			const n = 200
+			V := m.Config.Vocab
+			prompt := make([]int32, n)
+			for i := range prompt {
+				prompt[i] = int32((i*97 + 3) % V)
 			}
-			lo = hi
-		}
-		for i := range 8 {
-			out = append(out, hiddenOf(t, s, Chain([]int32{int32(i + 1)}))...)
-			if err := s.CommitAll(); err != nil {
-				t.Fatal(err)
+			run := func(group bool) []float32 {
+				groupSteps = group
+				s, _ := m.NewState(n + 8)
+				var out []float32
+				lo := 0
+				for _, hi := range []int{n / 2, n/2 + 37, n} {
+					out = append(out, hiddenOf(t, s, Chain(prompt[lo:hi]))...)
+					if err := s.CommitAll(); err != nil {
+						t.Fatal(err)
+					}
+					lo = hi
+				}
+				for i := range 8 {
+					out = append(out, hiddenOf(t, s, Chain([]int32{int32(i + 1)}))...)
+					if err := s.CommitAll(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return out
 			}
-		}
-		return out
-	}
-	want, got := run(false), run(true)
-	D := m.Config.Dim
-	for i := range want {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("row %d, value %d: %v with the four-head steps, %v one head at a time", i/D, i%D, got[i], want[i])
-		}
+			want, got := run(false), run(true)
+			D := m.Config.Dim
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("row %d, value %d: %v with the heads' steps together, %v one head at a time", i/D, i%D, got[i], want[i])
+				}
+			}
+		})
 	}
 }

@@ -73,7 +73,7 @@ type State struct {
 	ropeCos  []float32   // (n, ropeDim/2)
 	ropeSin  []float32   // (n, ropeDim/2)
 	scratchF [][]float32 // per attention worker: block·(2·headDim + 2 + attnChunk) + (2·group + 2)·attnChunk + headDim
-	attnRose [][4]uint64 // per attention worker: quant.SoftmaxArgs4's rose bits (here so as not to be allocated per call)
+	attnRose [][]uint64  // per attention worker: quant.SoftmaxArgs's rose bits, a word per query head of a KV head
 	visBuf   []int32
 	scratch  quant.Scratch
 	// The operands of a layer's shared-input products (q, k, v; gate, up),
@@ -126,7 +126,10 @@ func (m *Model) NewState(ctx int) (*State, error) {
 	s.attnFn = s.attendRange
 	s.attnNormFn, s.qkvFn, s.ffnNormFn, s.swigluFn, s.residualFn = s.attnNormRows, s.qkvRows, s.ffnNormRows, s.swiglu, s.residualRows
 	s.scratchF = make([][]float32, max(1, m.Pool.Threads()))
-	s.attnRose = make([][4]uint64, len(s.scratchF))
+	s.attnRose = make([][]uint64, len(s.scratchF))
+	for w := range s.attnRose {
+		s.attnRose[w] = make([]uint64, c.Heads/c.KVHeads)
+	}
 	for w := range s.scratchF {
 		s.scratchF[w] = make([]float32, 3*c.HeadDim+2+2*attnChunk)
 	}

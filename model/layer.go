@@ -180,7 +180,7 @@ func (s *State) attendRange(lo, hi int) {
 			}
 			b := s.attnBlocks - 1 - t/kvHeads
 			r0 := b * s.attnQB
-			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%kvHeads, s.scratchF[w], &s.attnRose[w])
+			s.attendBlock(s.attnLayer, r0, min(r0+s.attnQB, s.n), t%kvHeads, s.scratchF[w], s.attnRose[w])
 		}
 	}
 }
@@ -206,9 +206,9 @@ const attnChunk = 64
 // every query then goes over the chunk's values while they are in cache.
 // Each query's steps are the same, in the same order, whatever block and
 // chunk they fall in, which keeps every row's result independent of the
-// batch around it. rose is the worker's buffer for quant.SoftmaxArgs4's
-// rose bits.
-func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32, rose *[4]uint64) {
+// batch around it. rose is the worker's buffer for quant.SoftmaxArgs's
+// rose bits, a word per query head of the group.
+func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32, rose []uint64) {
 	c := s.cfg
 	hd, qd, kvd := c.HeadDim, c.QDim(), c.KVDim()
 	g := c.Heads / c.KVHeads
@@ -242,20 +242,19 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32, rose *[4]uint
 	// update into weights, and at a slot where a query's maximum rises the
 	// factor f its accumulator is scaled by before that slot's update (1
 	// elsewhere, which would change no bit), marked in raised.
-	four := g == 4 && fourHeadSteps
 	steps := func(i, n int, sc []float32) {
-		if four {
-			// The four queries together in quant's kernels: all but the
-			// sums' chains go many slots at a time.
-			quant.SoftmaxArgs4(sc, exps, attnChunk, n, scale, (*[4]float32)(maxs[i:i+4]), rose)
+		if groupSteps {
+			// The group's queries together in quant's kernels: all but
+			// the sums' chains go many slots at a time.
+			quant.SoftmaxArgs(sc, exps, attnChunk, n, scale, maxs[i:i+g], rose)
 			if n == attnChunk {
 				quant.Exp32s(exps)
 			} else {
-				for k := range 4 {
+				for k := range g {
 					quant.Exp32s(exps[k*attnChunk : k*attnChunk+n])
 				}
 			}
-			quant.SoftmaxSteps4(exps, weights, factors, raised, attnChunk, n, rose, (*[4]float32)(sums[i:i+4]))
+			quant.SoftmaxSteps(exps, weights, factors, raised, attnChunk, n, rose, sums[i:i+g])
 			return
 		}
 		// The exponentials first, all at once in a vector kernel: each
@@ -357,10 +356,10 @@ func (s *State) attendBlock(l, r0, r1, kvh int, scratch []float32, rose *[4]uint
 	}
 }
 
-// fourHeadSteps lets attendBlock take the softmax steps of four query
-// heads together (quant.SoftmaxArgs4, SoftmaxSteps4); the tests turn it off to hold them
+// groupSteps lets attendBlock take the softmax steps of a KV head's query
+// heads together (quant.SoftmaxArgs, SoftmaxSteps); the tests turn it off to hold them
 // against the steps of one head at a time.
-var fourHeadSteps = true
+var groupSteps = true
 
 // expArgs scales a query's scores (in place) and writes each slot's
 // exponential argument against the running maximum before it, m at first:
@@ -392,7 +391,7 @@ func expArg(x, m float32) (arg, nm float32) {
 // step's latency sooner.
 func softmaxStep(x, e, m, sum float32) (nm, nsum, w, f float32, rose bool) {
 	if x > m {
-		// Two roundings on every architecture, as quant.SoftmaxSteps4:
+		// Two roundings on every architecture, as quant.SoftmaxSteps:
 		// the conversion keeps Go from fusing them into one FMA.
 		return x, float32(sum*e) + 1, 1, e, true
 	}

@@ -57,10 +57,10 @@ type kernelSet struct {
 	siluMul func(h, u []float32)
 	// exp32s is Exp32s (exp.go).
 	exp32s func(x []float32)
-	// softmaxArgs4 and softmaxSteps4 are SoftmaxArgs4 and SoftmaxSteps4
+	// softmaxArgs and softmaxSteps are SoftmaxArgs and SoftmaxSteps
 	// (softmax.go) after their checks, with n > 0.
-	softmaxArgs4  func(sc, ex []float32, stride, n int, scale float32, maxs *[4]float32, rose *[4]uint64)
-	softmaxSteps4 func(ex, w, f, raised []float32, stride, n int, rose *[4]uint64, sums *[4]float32)
+	softmaxArgs  func(sc, ex []float32, stride, n int, scale float32, maxs []float32, rose []uint64)
+	softmaxSteps func(ex, w, f, raised []float32, stride, n int, rose []uint64, sums []float32)
 }
 
 var genericKernels = kernelSet{
@@ -81,10 +81,10 @@ var genericKernels = kernelSet{
 	roundF16:     roundF16Go,
 	siluMul:      siluMulGo,
 	exp32s:       exp32sGo,
-	softmaxArgs4: func(sc, ex []float32, stride, n int, scale float32, maxs *[4]float32, rose *[4]uint64) {
-		softmaxArgs4Go(sc, ex, stride, 0, n, scale, maxs, rose)
+	softmaxArgs: func(sc, ex []float32, stride, n int, scale float32, maxs []float32, rose []uint64) {
+		softmaxArgsGo(sc, ex, stride, 0, n, scale, maxs, rose)
 	},
-	softmaxSteps4: softmaxSteps4Go,
+	softmaxSteps: softmaxStepsGo,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

@@ -89,6 +89,13 @@ func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16,
 		return false
 	}
 	_ = kbuf[hd-1]
+	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && hd <= 128 && nq > 4 && nq%4 != 0 && count >= 2 {
+		// The queries a multiple of four can take four at a time, the
+		// rest below: every score is scoreF16Go's whichever kernel.
+		n4 := nq &^ 3
+		scoresF16_amd64(out, ldo, q[:n4*hd], hd, keys, stride, count, kbuf)
+		return scoresF16_amd64(out[n4*ldo:], ldo, q[n4*hd:], hd, keys, stride, count, kbuf)
+	}
 	j0 := 0
 	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && hd <= 128 && nq%4 == 0 && count >= 2 {
 		// Pairs of rows, four queries at a time (a KV head's group):
@@ -121,15 +128,24 @@ func madsF16_amd64(acc []float32, v []uint16, stride int, w []float32) bool {
 	return true
 }
 
-// madsF16Group_amd64 takes groups of four queries whose length is a
-// multiple of 64 (Llama's heads: four query heads a KV head, 64 or 128
-// values) on the avx512 kernel set: mads4F16AVX512 keeps the four
-// queries' sixteen ZMM rounding chains in flight together and converts each
-// value row once for them. Other shapes and sets take one query at a time.
+// madsF16Group_amd64 takes groups of four or more queries whose length is
+// a multiple of 64 (Llama's and Qwen's heads, 64 or 128 values) on the
+// avx512 kernel set: mads4F16AVX512 keeps four queries' sixteen ZMM
+// rounding chains in flight together and converts each value row once for
+// them; the one to three queries past a multiple of four (Qwen2.5 7B has
+// seven a KV head) go one at a time. Other shapes and sets take every
+// query one at a time.
 func madsF16Group_amd64(acc []float32, n int, v []uint16, stride int, w []float32, ws, count int) bool {
-	if !haveAVX512F16 || k.name != "avx512" || n%64 != 0 || len(acc) != 4*n {
+	if !haveAVX512F16 || k.name != "avx512" || n%64 != 0 || len(acc) < 4*n {
 		return false
 	}
-	mads4F16AVX512(&acc[0], n, &v[0], 2*stride, &w[0], 4*ws, count)
+	nq := len(acc) / n
+	n4 := nq &^ 3
+	for q := 0; q < n4; q += 4 {
+		mads4F16AVX512(&acc[q*n], n, &v[0], 2*stride, &w[q*ws], 4*ws, count)
+	}
+	for q := n4; q < nq; q++ {
+		MadsF16(acc[q*n:(q+1)*n], v, stride, w[q*ws:q*ws+count])
+	}
 	return true
 }

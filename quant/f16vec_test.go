@@ -85,8 +85,9 @@ func TestF16RunsMatchLoops(t *testing.T) {
 				}
 				rows[1] = 0x7c00 // +Inf in the first key row and a value row propagates the same way
 				// Three queries, and four and eight (a KV head's group,
-				// which the AVX-512 kernel takes four at a time).
-				nq := []int{3, 4, 8}[count%3]
+				// which the AVX-512 kernel takes four at a time), five and
+				// seven (four at a time, then one at a time).
+				nq := []int{3, 4, 8, 5, 7}[(count+hd)%5]
 				q := make([]float32, nq*hd)
 				for i := range q {
 					q[i] = float32(rng.NormFloat64())
@@ -207,7 +208,7 @@ func TestMadsF16Group(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{8, 64, 128, 192} {
-			for _, nq := range []int{1, 3, 4, 5} {
+			for _, nq := range []int{1, 3, 4, 5, 7, 8} {
 				for _, count := range []int{1, 2, 7, 64, 65} {
 					stride := n + 8*rng.IntN(3)
 					rows := make([]uint16, (count-1)*stride+n)

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "46f3f62137fa2db1"
+const kernelRevision = "983fb55610920f5b"

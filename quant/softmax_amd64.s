@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func softmaxArgs4AVX512(sc, ex *float32, stride, nv int, scale float32, maxs *[4]float32, rose *[4]uint64)
+// func softmaxArgsAVX512(sc, ex *float32, stride, nq, nv int, scale float32, maxs *float32, rose *uint64)
 //
-// SoftmaxArgs4 (softmax.go) on the first nv*16 slots of each query. The
+// SoftmaxArgs (softmax.go) on the first nv*16 slots of each of nq queries. The
 // running maximum before each slot comes from a prefix maximum across the
 // vector's 16 lanes (four shifts, each VALIGND then VMAXPS) joined with the
 // maximum carried from the slots before. VMAXPS a, b keeps b unless a > b,
@@ -18,21 +18,21 @@
 // Z31 scale, Z30 -Inf, Z29 lane indexes 15, Z5 the running maximum
 // (broadcast), Z0 x, Z1 its prefix maximum, Z2 a shifted copy, Z3 the
 // maxima before each slot, Z4 the arguments.
-TEXT ·softmaxArgs4AVX512(SB), NOSPLIT, $0-56
+TEXT ·softmaxArgsAVX512(SB), NOSPLIT, $0-64
 	MOVQ sc+0(FP), SI
 	MOVQ ex+8(FP), DI
 	MOVQ stride+16(FP), BX
 	SHLQ $2, BX
-	MOVQ nv+24(FP), R12
+	MOVQ nq+24(FP), R11
+	MOVQ nv+32(FP), R12
 	SHLQ $4, R12
-	VBROADCASTSS scale+32(FP), Z31
-	MOVQ maxs+40(FP), R8
-	MOVQ rose+48(FP), R9
+	VBROADCASTSS scale+40(FP), Z31
+	MOVQ maxs+48(FP), R8
+	MOVQ rose+56(FP), R9
 	MOVL $0xff800000, AX
 	VPBROADCASTD AX, Z30
 	MOVL $15, AX
 	VPBROADCASTD AX, Z29
-	MOVQ $4, R11
 
 argsQuery:
 	VBROADCASTSS (R8), Z5
@@ -82,43 +82,39 @@ argsVector:
 	VZEROUPPER
 	RET
 
-// func softmaxSteps4AVX512(ex, w, f, raised *float32, stride, nv int, rose *[4]uint64)
+// func softmaxMarksAVX512(ex, w, f, raised *float32, stride, nq, nv int, rose *uint64, any uint64)
 //
-// SoftmaxSteps4 (softmax.go) but for the sums, on the first nv*16 slots of
-// each query: the weights, factors and raised marks sixteen slots at a
-// time under the rose bits as masks.
-//
-// The sums are softmaxSums4's.
+// SoftmaxSteps (softmax.go) but for the sums, on the first nv*16 slots of
+// each of nq queries: the weights, factors and raised marks sixteen slots
+// at a time under the rose bits as masks; any is every query's rose bits
+// ORed.
 //
 // Registers: SI query q's exponentials, DI its weights, DX its factors, BX
 // the stride in bytes, R12 the slots of the whole vectors, CX the current
-// slot, R10 query q's rose bits, R11 the queries left, R9 rose, R13 every
-// query's rose bits ORed, R8 raised. Z28 ones.
-TEXT ·softmaxSteps4AVX512(SB), NOSPLIT, $0-56
+// slot, R10 query q's rose bits, R11 the queries left, R9 rose, R13 any, R8
+// raised. Z28 ones.
+TEXT ·softmaxMarksAVX512(SB), NOSPLIT, $0-72
 	MOVQ ex+0(FP), SI
 	MOVQ w+8(FP), DI
 	MOVQ f+16(FP), DX
 	MOVQ stride+32(FP), BX
 	SHLQ $2, BX
-	MOVQ nv+40(FP), R12
+	MOVQ nq+40(FP), R11
+	MOVQ nv+48(FP), R12
 	SHLQ $4, R12
-	MOVQ rose+48(FP), R9
+	MOVQ rose+56(FP), R9
+	MOVQ any+64(FP), R13
 	MOVL $0x3f800000, AX
 	VPBROADCASTD AX, Z28
-	MOVQ (R9), R13
-	ORQ 8(R9), R13
-	ORQ 16(R9), R13
-	ORQ 24(R9), R13
-	MOVQ $4, R11
 
-stepsQuery:
+marksQuery:
 	MOVQ (R9), R10
 	XORQ CX, CX
 	MOVQ SI, R14
 	MOVQ DI, R15
 	MOVQ DX, R8
 
-stepsVector:
+marksVector:
 	MOVQ R10, AX
 	SHRQ CX, AX
 	KMOVW AX, K1
@@ -134,20 +130,20 @@ stepsVector:
 	ADDQ $64, R8
 	ADDQ $16, CX
 	CMPQ CX, R12
-	JLT stepsVector
+	JLT marksVector
 
 	ADDQ $8, R9
 	ADDQ BX, SI
 	ADDQ BX, DI
 	ADDQ BX, DX
 	DECQ R11
-	JNZ stepsQuery
+	JNZ marksQuery
 
 	// raised: ones where any query rose.
 	MOVQ raised+24(FP), R8
 	XORQ CX, CX
 
-stepsRaised:
+marksRaised:
 	MOVQ R13, AX
 	SHRQ CX, AX
 	KMOVW AX, K1
@@ -155,29 +151,27 @@ stepsRaised:
 	ADDQ $64, R8
 	ADDQ $16, CX
 	CMPQ CX, R12
-	JLT stepsRaised
-
+	JLT marksRaised
 	VZEROUPPER
 	RET
 
-// func softmaxSums4(ex *float32, stride, n int, rose *[4]uint64, sums *[4]float32)
+// func softmaxSums4(e0, e1, e2, e3 *float32, n int, rose *[4]uint64, sums *[4]float32)
 //
-// SoftmaxSteps4's sums (softmax.go) over slots [0, n): the four queries'
-// chains side by side, slot by slot, in scalar VEX instructions (any AVX
-// CPU); a slot where some maximum rose goes query by query.
+// SoftmaxSteps's sums (softmax.go) of four queries (exponentials at e0-e3)
+// over slots [0, n): their chains side by side, slot by slot, in scalar
+// VEX instructions (any AVX CPU); a slot where some maximum rose goes
+// query by query.
 //
 // Registers: R8, R9, R14, R15 the four queries' exponentials, X0-X3 their
 // sums, X15 one, R10, R11, DX, DI their rose bits and R13 the four ORed, R12
 // n, CX the slot, SI sums.
-TEXT ·softmaxSums4(SB), NOSPLIT, $0-40
-	MOVQ ex+0(FP), R8
-	MOVQ stride+8(FP), BX
-	SHLQ $2, BX
-	MOVQ n+16(FP), R12
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R9)(BX*1), R14
-	LEAQ (R14)(BX*1), R15
-	MOVQ rose+24(FP), AX
+TEXT ·softmaxSums4(SB), NOSPLIT, $0-56
+	MOVQ e0+0(FP), R8
+	MOVQ e1+8(FP), R9
+	MOVQ e2+16(FP), R14
+	MOVQ e3+24(FP), R15
+	MOVQ n+32(FP), R12
+	MOVQ rose+40(FP), AX
 	MOVQ (AX), R10
 	MOVQ 8(AX), R11
 	MOVQ 16(AX), DX
@@ -186,7 +180,7 @@ TEXT ·softmaxSums4(SB), NOSPLIT, $0-40
 	ORQ R11, R13
 	ORQ DX, R13
 	ORQ DI, R13
-	MOVQ sums+32(FP), SI
+	MOVQ sums+48(FP), SI
 	VMOVSS (SI), X0
 	VMOVSS 4(SI), X1
 	VMOVSS 8(SI), X2
@@ -296,25 +290,26 @@ DATA softmaxIdx<>+152(SB)/4, $64
 DATA softmaxIdx<>+156(SB)/4, $128
 GLOBL softmaxIdx<>(SB), RODATA|NOPTR, $160
 
-// func softmaxArgs4AVX2(sc, ex *float32, stride, nv int, scale float32, maxs *[4]float32, rose *[4]uint64)
+// func softmaxArgsAVX2(sc, ex *float32, stride, nq, nv int, scale float32, maxs *float32, rose *uint64)
 //
-// softmaxArgs4AVX512 on eight slots a vector: the prefix maximum by three
+// softmaxArgsAVX512 on eight slots a vector: the prefix maximum by three
 // shifts (VPERMPS, then VBLENDPS puts -Inf in the lanes shifted in), the
 // rose lanes as compare masks, their bits by VMOVMSKPS.
 //
-// Registers: as softmaxArgs4AVX512, with Y15 scale, Y14 -Inf, Y13 Y12 Y11
+// Registers: as softmaxArgsAVX512, with Y15 scale, Y14 -Inf, Y13 Y12 Y11
 // the shift indexes, Y10 the index 7s, Y5 the running maximum, Y6 and Y4
 // masks.
-TEXT ·softmaxArgs4AVX2(SB), NOSPLIT, $0-56
+TEXT ·softmaxArgsAVX2(SB), NOSPLIT, $0-64
 	MOVQ sc+0(FP), SI
 	MOVQ ex+8(FP), DI
 	MOVQ stride+16(FP), BX
 	SHLQ $2, BX
-	MOVQ nv+24(FP), R12
+	MOVQ nq+24(FP), R11
+	MOVQ nv+32(FP), R12
 	SHLQ $3, R12
-	VBROADCASTSS scale+32(FP), Y15
-	MOVQ maxs+40(FP), R8
-	MOVQ rose+48(FP), R9
+	VBROADCASTSS scale+40(FP), Y15
+	MOVQ maxs+48(FP), R8
+	MOVQ rose+56(FP), R9
 	MOVL $0xff800000, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
@@ -322,7 +317,6 @@ TEXT ·softmaxArgs4AVX2(SB), NOSPLIT, $0-56
 	VMOVDQU softmaxIdx<>+32(SB), Y12
 	VMOVDQU softmaxIdx<>+64(SB), Y11
 	VMOVDQU softmaxIdx<>+96(SB), Y10
-	MOVQ $4, R11
 
 args2Query:
 	VBROADCASTSS (R8), Y5
@@ -374,40 +368,37 @@ args2Vector:
 	VZEROUPPER
 	RET
 
-// func softmaxSteps4AVX2(ex, w, f, raised *float32, stride, nv int, rose *[4]uint64)
+// func softmaxMarksAVX2(ex, w, f, raised *float32, stride, nq, nv int, rose *uint64, any uint64)
 //
-// softmaxSteps4AVX512 on eight slots a vector, each vector's rose bits
+// softmaxMarksAVX512 on eight slots a vector, each vector's rose bits
 // turned into lane masks (broadcast, AND with each lane's bit, compare).
 //
-// Registers: as softmaxSteps4AVX512, with Y15 ones, Y14 the lanes' bits,
+// Registers: as softmaxMarksAVX512, with Y15 ones, Y14 the lanes' bits,
 // Y3 the mask.
-TEXT ·softmaxSteps4AVX2(SB), NOSPLIT, $0-56
+TEXT ·softmaxMarksAVX2(SB), NOSPLIT, $0-72
 	MOVQ ex+0(FP), SI
 	MOVQ w+8(FP), DI
 	MOVQ f+16(FP), DX
 	MOVQ stride+32(FP), BX
 	SHLQ $2, BX
-	MOVQ nv+40(FP), R12
+	MOVQ nq+40(FP), R11
+	MOVQ nv+48(FP), R12
 	SHLQ $3, R12
-	MOVQ rose+48(FP), R9
+	MOVQ rose+56(FP), R9
+	MOVQ any+64(FP), R13
 	MOVL $0x3f800000, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VMOVDQU softmaxIdx<>+128(SB), Y14
-	MOVQ (R9), R13
-	ORQ 8(R9), R13
-	ORQ 16(R9), R13
-	ORQ 24(R9), R13
-	MOVQ $4, R11
 
-steps2Query:
+marks2Query:
 	MOVQ (R9), R10
 	XORQ CX, CX
 	MOVQ SI, R14
 	MOVQ DI, R15
 	MOVQ DX, R8
 
-steps2Vector:
+marks2Vector:
 	MOVQ R10, AX
 	SHRQ CX, AX
 	VMOVD AX, X3
@@ -424,19 +415,19 @@ steps2Vector:
 	ADDQ $32, R8
 	ADDQ $8, CX
 	CMPQ CX, R12
-	JLT steps2Vector
+	JLT marks2Vector
 
 	ADDQ $8, R9
 	ADDQ BX, SI
 	ADDQ BX, DI
 	ADDQ BX, DX
 	DECQ R11
-	JNZ steps2Query
+	JNZ marks2Query
 
 	MOVQ raised+24(FP), R8
 	XORQ CX, CX
 
-steps2Raised:
+marks2Raised:
 	MOVQ R13, AX
 	SHRQ CX, AX
 	VMOVD AX, X3
@@ -447,6 +438,6 @@ steps2Raised:
 	ADDQ $32, R8
 	ADDQ $8, CX
 	CMPQ CX, R12
-	JLT steps2Raised
+	JLT marks2Raised
 	VZEROUPPER
 	RET

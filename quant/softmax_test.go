@@ -31,11 +31,11 @@ func softmaxLoop(sc []float32, scale, m, sum float32) (args, w, f []float32, ros
 	return args, w, f, rose, m, sum
 }
 
-// softmaxScores fills four queries' scores (stride apart) in one of several
+// softmaxScores fills nq queries' scores (stride apart) in one of several
 // styles: plain random, rising (the maximum rises at most slots), ties of
 // both zeros, and special values (NaN, ±Inf, subnormals) among them.
-func softmaxScores(rng *rand.Rand, style, stride, n int) []float32 {
-	sc := make([]float32, 3*stride+n+5)
+func softmaxScores(rng *rand.Rand, style, nq, stride, n int) []float32 {
+	sc := make([]float32, (nq-1)*stride+n+5)
 	for i := range sc {
 		sc[i] = float32(rng.NormFloat64() * 4)
 		switch style {
@@ -57,86 +57,95 @@ func same32(a, b float32) bool {
 	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
 }
 
-// TestSoftmax4 holds SoftmaxArgs4, Exp32s and SoftmaxSteps4, on every
-// kernel set, against softmaxLoop query by query, bit for bit (any NaN
-// matching any NaN): every slot count 0-64, strides past it, maxima and
-// sums carried in (-Inf and 0 at a chunk's start, others later).
-func TestSoftmax4(t *testing.T) {
+// TestSoftmax holds SoftmaxArgs, Exp32s and SoftmaxSteps, on every kernel
+// set, against softmaxLoop query by query, bit for bit (any NaN matching
+// any NaN): 1-8 queries (the query heads of a KV head), every slot count
+// 0-64, strides past it, maxima and sums carried in (-Inf and 0 at a
+// chunk's start, others later).
+func TestSoftmax(t *testing.T) {
 	defer UseGeneric(false)
 	for _, set := range KernelSets() {
 		if err := UseKernels(set); err != nil {
 			t.Fatal(err)
 		}
-		t.Run(set, testSoftmax4)
+		t.Run(set, testSoftmax)
 	}
 }
 
-func testSoftmax4(t *testing.T) {
+func testSoftmax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(81, 82))
-	for n := 0; n <= 64; n++ {
-		for _, stride := range []int{n, 64, 67} {
-			if stride < n {
-				continue
+	for _, nq := range []int{1, 2, 3, 4, 5, 7, 8} {
+		for n := 0; n <= 64; n++ {
+			if nq != 4 && n%5 != 0 && n%16 > 1 && n != 63 {
+				continue // every n for four queries; a spread for the others
 			}
-			for style := range 4 {
-				for carried := range 2 {
-					name := fmt.Sprintf("n=%d/stride=%d/style=%d/carried=%d", n, stride, style, carried)
-					sc := softmaxScores(rng, style, stride, n)
-					ref := append([]float32(nil), sc...)
-					scale := float32(0.125)
-					maxs, sums := [4]float32{}, [4]float32{}
-					for q := range 4 {
-						maxs[q], sums[q] = float32(math.Inf(-1)), 0
-						if carried == 1 {
-							maxs[q], sums[q] = float32(rng.NormFloat64()), 1+rng.Float32()*5
-						}
-					}
-					if carried == 1 && style == 3 {
-						maxs[1] = float32(math.Inf(1))
-					}
-					ex := make([]float32, len(sc))
-					w := make([]float32, len(sc))
-					f := make([]float32, len(sc))
-					raised := make([]float32, 70)
-					gotMaxs, gotSums := maxs, sums
-					var rose [4]uint64
-					SoftmaxArgs4(sc, ex, stride, n, scale, &gotMaxs, &rose)
-					args := append([]float32(nil), ex...)
-					for q := range 4 {
-						Exp32s(ex[q*stride : q*stride+n])
-					}
-					SoftmaxSteps4(ex, w, f, raised, stride, n, &rose, &gotSums)
-					anyRose := make([]bool, n)
-					for q := range 4 {
-						o := q * stride
-						wantArgs, wantW, wantF, wantRose, m, s := softmaxLoop(ref[o:o+n], scale, maxs[q], sums[q])
-						for j := range n {
-							switch {
-							case !same32(sc[o+j], ref[o+j]):
-								t.Fatalf("%s: query %d slot %d: scaled score %v, want %v", name, q, j, sc[o+j], ref[o+j])
-							case !same32(args[o+j], wantArgs[j]):
-								t.Fatalf("%s: query %d slot %d: argument %v, want %v", name, q, j, args[o+j], wantArgs[j])
-							case rose[q]>>j&1 == 1 != wantRose[j]:
-								t.Fatalf("%s: query %d slot %d: rose %v, want %v", name, q, j, rose[q]>>j&1 == 1, wantRose[j])
-							case !same32(w[o+j], wantW[j]) || !same32(f[o+j], wantF[j]):
-								t.Fatalf("%s: query %d slot %d: weight, factor %v %v, want %v %v", name, q, j, w[o+j], f[o+j], wantW[j], wantF[j])
+			for _, stride := range []int{n, 64, 67} {
+				if stride < n {
+					continue
+				}
+				for style := range 4 {
+					for carried := range 2 {
+						name := fmt.Sprintf("nq=%d/n=%d/stride=%d/style=%d/carried=%d", nq, n, stride, style, carried)
+						sc := softmaxScores(rng, style, nq, stride, n)
+						ref := append([]float32(nil), sc...)
+						scale := float32(0.125)
+						maxs, sums := make([]float32, nq), make([]float32, nq)
+						for q := range nq {
+							maxs[q], sums[q] = float32(math.Inf(-1)), 0
+							if carried == 1 {
+								maxs[q], sums[q] = float32(rng.NormFloat64()), 1+rng.Float32()*5
 							}
-							anyRose[j] = anyRose[j] || wantRose[j]
 						}
-						if rose[q]>>n != 0 {
-							t.Fatalf("%s: query %d: rose bits %#x past slot %d", name, q, rose[q], n)
+						if carried == 1 && style == 3 {
+							maxs[nq/2] = float32(math.Inf(1))
 						}
-						if !same32(gotMaxs[q], m) || !same32(gotSums[q], s) {
-							t.Fatalf("%s: query %d: max, sum %v %v, want %v %v", name, q, gotMaxs[q], gotSums[q], m, s)
+						ex := make([]float32, len(sc))
+						w := make([]float32, len(sc))
+						f := make([]float32, len(sc))
+						raised := make([]float32, 70)
+						gotMaxs, gotSums := append([]float32(nil), maxs...), append([]float32(nil), sums...)
+						rose := make([]uint64, nq)
+						for q := range rose {
+							rose[q] = 1<<64 - 1 // SoftmaxArgs clears it
 						}
-					}
-					for j, r := range raised {
-						want := float32(0)
-						if j < n && anyRose[j] {
-							want = 1
+						SoftmaxArgs(sc, ex, stride, n, scale, gotMaxs, rose)
+						args := append([]float32(nil), ex...)
+						for q := range nq {
+							Exp32s(ex[q*stride : q*stride+n])
 						}
-						if r != want {
-							t.Fatalf("%s: raised[%d] = %v, want %v", name, j, r, want)
+						SoftmaxSteps(ex, w, f, raised, stride, n, rose, gotSums)
+						anyRose := make([]bool, n)
+						for q := range nq {
+							o := q * stride
+							wantArgs, wantW, wantF, wantRose, m, s := softmaxLoop(ref[o:o+n], scale, maxs[q], sums[q])
+							for j := range n {
+								switch {
+								case !same32(sc[o+j], ref[o+j]):
+									t.Fatalf("%s: query %d slot %d: scaled score %v, want %v", name, q, j, sc[o+j], ref[o+j])
+								case !same32(args[o+j], wantArgs[j]):
+									t.Fatalf("%s: query %d slot %d: argument %v, want %v", name, q, j, args[o+j], wantArgs[j])
+								case rose[q]>>j&1 == 1 != wantRose[j]:
+									t.Fatalf("%s: query %d slot %d: rose %v, want %v", name, q, j, rose[q]>>j&1 == 1, wantRose[j])
+								case !same32(w[o+j], wantW[j]) || !same32(f[o+j], wantF[j]):
+									t.Fatalf("%s: query %d slot %d: weight, factor %v %v, want %v %v", name, q, j, w[o+j], f[o+j], wantW[j], wantF[j])
+								}
+								anyRose[j] = anyRose[j] || wantRose[j]
+							}
+							if rose[q]>>n != 0 {
+								t.Fatalf("%s: query %d: rose bits %#x past slot %d", name, q, rose[q], n)
+							}
+							if !same32(gotMaxs[q], m) || !same32(gotSums[q], s) {
+								t.Fatalf("%s: query %d: max, sum %v %v, want %v %v", name, q, gotMaxs[q], gotSums[q], m, s)
+							}
+						}
+						for j, r := range raised {
+							want := float32(0)
+							if j < n && anyRose[j] {
+								want = 1
+							}
+							if r != want {
+								t.Fatalf("%s: raised[%d] = %v, want %v", name, j, r, want)
+							}
 						}
 					}
 				}
@@ -145,19 +154,19 @@ func testSoftmax4(t *testing.T) {
 	}
 }
 
-// TestSoftmax4Checks holds the exported functions' argument checks.
-func TestSoftmax4Checks(t *testing.T) {
-	var maxs, sums [4]float32
-	var rose [4]uint64
+// TestSoftmaxChecks holds the exported functions' argument checks.
+func TestSoftmaxChecks(t *testing.T) {
+	maxs, sums, rose := make([]float32, 4), make([]float32, 4), make([]uint64, 4)
 	for _, c := range []struct {
 		name      string
 		size, str int
-		n         int
+		n, words  int
 	}{
-		{"too many slots", 4 * 65, 65, 65},
-		{"stride below n", 4 * 64, 10, 20},
-		{"short slice", 3*64 + 10, 64, 20},
-		{"negative", 256, 64, -1},
+		{"too many slots", 4 * 65, 65, 65, 4},
+		{"stride below n", 4 * 64, 10, 20, 4},
+		{"short slice", 3*64 + 10, 64, 20, 4},
+		{"negative", 256, 64, -1, 4},
+		{"rose words", 256, 64, 20, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
@@ -166,21 +175,29 @@ func TestSoftmax4Checks(t *testing.T) {
 				}
 			}()
 			x := make([]float32, c.size)
-			SoftmaxArgs4(x, x, c.str, c.n, 1, &maxs, &rose)
+			SoftmaxArgs(x, x, c.str, c.n, 1, maxs, rose[:c.words])
 		})
 	}
 	x := make([]float32, 256)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("SoftmaxSteps4 with a short raised: no panic")
-			}
+	for _, c := range []struct {
+		name    string
+		raised  int
+		queries int
+	}{{"short raised", 10, 4}, {"no queries", 64, 0}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("SoftmaxSteps, %s: no panic", c.name)
+				}
+			}()
+			SoftmaxSteps(x, x, x, x[:c.raised], 64, 20, rose[:c.queries], sums[:c.queries])
 		}()
-		SoftmaxSteps4(x, x, x, x[:10], 64, 20, &rose, &sums)
-	}()
+	}
 }
 
-func BenchmarkSoftmax4(b *testing.B) {
+// BenchmarkSoftmax runs a chunk of 64 slots for the four query heads of a
+// KV head (Llama 3), exponentials included.
+func BenchmarkSoftmax(b *testing.B) {
 	defer UseGeneric(false)
 	rng := rand.New(rand.NewPCG(83, 84))
 	for _, set := range KernelSets() {
@@ -188,23 +205,25 @@ func BenchmarkSoftmax4(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(set, func(b *testing.B) {
-			const n = 64
-			sc0 := softmaxScores(rng, 0, n, n)
+			const n, nq = 64, 4
+			sc0 := softmaxScores(rng, 0, nq, n, n)
 			sc := make([]float32, len(sc0))
 			ex := make([]float32, len(sc0))
 			w := make([]float32, len(sc0))
 			f := make([]float32, len(sc0))
 			raised := make([]float32, n)
-			maxs, sums, rose := new([4]float32), new([4]float32), new([4]uint64)
+			maxs, sums, rose := make([]float32, nq), make([]float32, nq), make([]uint64, nq)
 			for b.Loop() {
 				copy(sc, sc0)
-				*maxs, *sums = [4]float32{-1, -1, -1, -1}, [4]float32{1, 1, 1, 1}
-				SoftmaxArgs4(sc, ex, n, n, 0.125, maxs, rose)
-				Exp32s(ex[:4*n])
-				SoftmaxSteps4(ex, w, f, raised, n, n, rose, sums)
+				for q := range nq {
+					maxs[q], sums[q] = -1, 1
+				}
+				SoftmaxArgs(sc, ex, n, n, 0.125, maxs, rose)
+				Exp32s(ex[:nq*n])
+				SoftmaxSteps(ex, w, f, raised, n, n, rose, sums)
 				clear(raised)
 			}
-			b.ReportMetric(float64(4*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gslots/s")
+			b.ReportMetric(float64(nq*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gslots/s")
 		})
 	}
 }
