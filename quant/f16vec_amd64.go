@@ -31,6 +31,9 @@ func scoresG4F16AVX512(out *float32, ldo int, q *float32, hd int, k *uint16, str
 //go:noescape
 func mads4F16AVX512(acc *float32, n int, v *uint16, stride int, w *float32, ws, count int)
 
+//go:noescape
+func mads3F16AVX512(acc *float32, n int, v *uint16, stride int, w *float32, ws, count int)
+
 // haveAVX512F16 reports AVX-512 F (ZMM conversions between F16 and float32)
 // besides AVX2, FMA and F16C.
 var haveAVX512F16 = haveAVX2FMA && cpu.X86.HasAVX512F
@@ -128,23 +131,27 @@ func madsF16_amd64(acc []float32, v []uint16, stride int, w []float32) bool {
 	return true
 }
 
-// madsF16Group_amd64 takes groups of four or more queries whose length is
-// a multiple of 64 (Llama's and Qwen's heads, 64 or 128 values) on the
+// madsF16Group_amd64 takes groups of three or more queries whose length
+// is a multiple of 64 (Llama's and Qwen's heads, 64 or 128 values) on the
 // avx512 kernel set: mads4F16AVX512 keeps four queries' sixteen ZMM
 // rounding chains in flight together and converts each value row once for
-// them; the one to three queries past a multiple of four (Qwen2.5 7B has
-// seven a KV head) go one at a time. Other shapes and sets take every
-// query one at a time.
+// them, mads3F16AVX512 three (Llama 3.2 3B has three query heads a KV
+// head, Qwen2.5 7B seven: four, then three); one or two queries past those
+// go one at a time. Other shapes and sets take every query one at a time.
 func madsF16Group_amd64(acc []float32, n int, v []uint16, stride int, w []float32, ws, count int) bool {
-	if !haveAVX512F16 || k.name != "avx512" || n%64 != 0 || len(acc) < 4*n {
+	if !haveAVX512F16 || k.name != "avx512" || n%64 != 0 || len(acc) < 3*n {
 		return false
 	}
 	nq := len(acc) / n
-	n4 := nq &^ 3
-	for q := 0; q < n4; q += 4 {
+	q := 0
+	for ; q+4 <= nq; q += 4 {
 		mads4F16AVX512(&acc[q*n], n, &v[0], 2*stride, &w[q*ws], 4*ws, count)
 	}
-	for q := n4; q < nq; q++ {
+	if q+3 <= nq {
+		mads3F16AVX512(&acc[q*n], n, &v[0], 2*stride, &w[q*ws], 4*ws, count)
+		q += 3
+	}
+	for ; q < nq; q++ {
 		MadsF16(acc[q*n:(q+1)*n], v, stride, w[q*ws:q*ws+count])
 	}
 	return true

@@ -208,7 +208,7 @@ func TestMadsF16Group(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{8, 64, 128, 192} {
-			for _, nq := range []int{1, 3, 4, 5, 7, 8} {
+			for _, nq := range []int{1, 3, 4, 5, 6, 7, 8} {
 				for _, count := range []int{1, 2, 7, 64, 65} {
 					stride := n + 8*rng.IntN(3)
 					rows := make([]uint16, (count-1)*stride+n)
