@@ -8,10 +8,11 @@ import (
 
 // The attention score run of one KV head at a cache depth: a Llama-3.2-1B
 // group (four query heads of 64 values, K rows of 8 heads' width) against
-// a chunk of key rows.
+// a chunk of key rows; and Llama-3.2-3B (three query heads of 128) and
+// Qwen2.5-0.5B (seven of 64) groups.
 func BenchmarkScoresF16(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, c := range []struct{ hd, nq, count int }{{64, 4, 256}, {128, 4, 256}, {64, 1, 256}} {
+	for _, c := range []struct{ hd, nq, count int }{{64, 4, 256}, {128, 4, 256}, {64, 1, 256}, {128, 3, 256}, {64, 7, 256}} {
 		stride := 8 * c.hd
 		keys := make([]uint16, (c.count-1)*stride+c.hd)
 		for i := range keys {

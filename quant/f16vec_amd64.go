@@ -92,12 +92,23 @@ func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16,
 		return false
 	}
 	_ = kbuf[hd-1]
-	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && hd <= 128 && nq > 4 && nq%4 != 0 && count >= 2 {
+	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && hd <= 128 && nq%4 != 0 && count >= 2 {
 		// The queries a multiple of four can take four at a time, the
 		// rest below: every score is scoreF16Go's whichever kernel.
 		n4 := nq &^ 3
-		scoresF16_amd64(out, ldo, q[:n4*hd], hd, keys, stride, count, kbuf)
-		return scoresF16_amd64(out[n4*ldo:], ldo, q[n4*hd:], hd, keys, stride, count, kbuf)
+		if n4 > 0 {
+			scoresF16_amd64(out, ldo, q[:n4*hd], hd, keys, stride, count, kbuf)
+		}
+		if nq%4 == 3 {
+			// Three (Llama 3.2 3B's group, the last of Qwen2.5's seven)
+			// as four, the fourth zeros, its scores dropped: about the
+			// time of two one at a time (BenchmarkScoresF16).
+			scores3F16(out[n4*ldo:], ldo, q[n4*hd:], hd, keys, stride, count, kbuf)
+			return true
+		}
+		if n4 > 0 {
+			return scoresF16_amd64(out[n4*ldo:], ldo, q[n4*hd:], hd, keys, stride, count, kbuf)
+		}
 	}
 	j0 := 0
 	if nq := len(q) / hd; haveAVX512F16 && k.name == "avx512" && hd%32 == 0 && hd <= 128 && nq%4 == 0 && count >= 2 {
@@ -119,6 +130,27 @@ func scoresF16_amd64(out []float32, ldo int, q []float32, hd int, keys []uint16,
 		scoresF16AVX2(&out[j0], 4*ldo, &q[0], len(q)/hd, &keys[j0*stride], 2*stride, count-j0, hd, &kbuf[0])
 	}
 	return true
+}
+
+// scores3F16 is scoresF16_amd64 for three queries on scoresG4F16AVX512:
+// the queries copied beside a fourth of zeros, the pairs of rows in runs
+// of at most 64 into a frame, their scores copied out; an odd last row
+// by scoresF16AVX2.
+func scores3F16(out []float32, ldo int, q []float32, hd int, keys []uint16, stride, count int, kbuf []float32) {
+	var q4 [4 * 128]float32
+	var o4 [4 * 64]float32
+	copy(q4[:], q[:3*hd])
+	j0 := count &^ 1
+	for r0 := 0; r0 < j0; r0 += 64 {
+		rows := min(64, j0-r0)
+		scoresG4F16AVX512(&o4[0], 64, &q4[0], hd, &keys[r0*stride], 2*stride, rows/2)
+		for i := range 3 {
+			copy(out[i*ldo+r0:i*ldo+r0+rows], o4[i*64:i*64+rows])
+		}
+	}
+	if j0 < count {
+		scoresF16AVX2(&out[j0], 4*ldo, &q[0], 3, &keys[j0*stride], 2*stride, count-j0, hd, &kbuf[0])
+	}
 }
 
 // madsF16_amd64 takes lengths that are a multiple of 8, as madF16_amd64

@@ -77,7 +77,7 @@ func TestF16RunsMatchLoops(t *testing.T) {
 	for _, generic := range []bool{false, true} {
 		UseGeneric(generic)
 		for _, hd := range []int{1, 8, 16, 24, 32, 64, 72, 128, 136, 256} {
-			for _, count := range []int{1, 2, 3, 4, 5, 6, 17, 64} {
+			for _, count := range []int{1, 2, 3, 4, 5, 6, 17, 64, 131} {
 				stride := 3*hd + 8
 				rows := make([]uint16, (count-1)*stride+hd+1)
 				for i := range rows {
