@@ -80,6 +80,12 @@ var shapes = []Shape{
 		Llama3Rope: true, RopeFactor: 8, RopeLowFreq: 1, RopeHighFreq: 4, RopeOrigContext: 8192,
 	},
 	{
+		// meta-llama/Llama-3.2-3B: three query heads a KV head
+		Name: "llama3-3b", Arch: "llama", Dim: 3072, Layers: 28, Heads: 24, KVHeads: 8, HeadDim: 128,
+		FFN: 8192, Vocab: 128256, ContextLen: 131072, RopeBase: 500000, RMSEps: 1e-5, Tied: true,
+		Llama3Rope: true, RopeFactor: 32, RopeLowFreq: 1, RopeHighFreq: 4, RopeOrigContext: 8192,
+	},
+	{
 		// meta-llama/Llama-2-7b-hf
 		Name: "llama2-7b", Arch: "llama", Dim: 4096, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128,
 		FFN: 11008, Vocab: 32000, ContextLen: 4096, RopeBase: 10000, RMSEps: 1e-5,
@@ -88,6 +94,11 @@ var shapes = []Shape{
 		// Qwen/Qwen2.5-0.5B
 		Name: "qwen2.5-0.5b", Arch: "qwen2", Dim: 896, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64,
 		FFN: 4864, Vocab: 151936, ContextLen: 32768, RopeBase: 1e6, RMSEps: 1e-6, Tied: true, QKVBias: true,
+	},
+	{
+		// Qwen/Qwen2.5-7B: seven query heads a KV head
+		Name: "qwen2.5-7b", Arch: "qwen2", Dim: 3584, Layers: 28, Heads: 28, KVHeads: 4, HeadDim: 128,
+		FFN: 18944, Vocab: 152064, ContextLen: 131072, RopeBase: 1e6, RMSEps: 1e-6, QKVBias: true,
 	},
 	{
 		// Qwen/Qwen3-0.6B

@@ -60,7 +60,7 @@ func TestShapes(t *testing.T) {
 			t.Errorf("LookupShape(%q) = %q, %v", s.Name, got.Name, err)
 		}
 	}
-	for _, name := range []string{"llama3-1b", "llama3-8b", "llama2-7b", "qwen2.5-0.5b", "qwen3-0.6b", "tiny", "tiny-qwen2", "tiny-qwen3"} {
+	for _, name := range []string{"llama3-1b", "llama3-3b", "llama3-8b", "llama2-7b", "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b", "tiny", "tiny-qwen2", "tiny-qwen3"} {
 		if _, err := LookupShape(name); err != nil {
 			t.Error(err)
 		}
@@ -70,7 +70,7 @@ func TestShapes(t *testing.T) {
 		t.Errorf("unknown shape error does not list the known ones: %v", err)
 	}
 	// Parameter counts of the real models (with their own vocabularies).
-	for name, want := range map[string]float64{"llama3-1b": 1.236e9, "llama3-8b": 8.03e9, "llama2-7b": 6.74e9, "qwen2.5-0.5b": 0.494e9, "qwen3-0.6b": 0.596e9} {
+	for name, want := range map[string]float64{"llama3-1b": 1.236e9, "llama3-3b": 3.213e9, "llama3-8b": 8.03e9, "llama2-7b": 6.74e9, "qwen2.5-0.5b": 0.494e9, "qwen2.5-7b": 7.616e9, "qwen3-0.6b": 0.596e9} {
 		s, _ := LookupShape(name)
 		if got := float64(s.Params(s.Vocab)); math.Abs(got-want)/want > 0.01 {
 			t.Errorf("%s: %.4g parameters, want %.4g", name, got, want)
