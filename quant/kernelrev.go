@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "2ea893deb363afc2"
+const kernelRevision = "e6e5daf115a19375"
