@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "e6e5daf115a19375"
+const kernelRevision = "7189d7fd4d4eed08"

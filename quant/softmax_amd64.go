@@ -18,46 +18,43 @@ func softmaxMarksAVX2(ex, w, f, raised *float32, stride, nq, nv int, rose *uint6
 func softmaxSums4(e0, e1, e2, e3 *float32, n int, rose *[4]uint64, sums *[4]float32)
 
 var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
-	s.softmaxArgs = softmaxArgs_avx2
-	s.softmaxSteps = softmaxSteps_avx2
+	v := softmaxAVX2
 	if s.name == "avx512" && haveAVX512F16 {
-		s.softmaxArgs = softmaxArgs_avx512
-		s.softmaxSteps = softmaxSteps_avx512
+		v = softmaxAVX512
 	}
+	s.softmaxArgs, s.softmaxSteps = v.softmaxArgs, v.softmaxSteps
 })
 
-// The wrappers run the whole vectors (8 slots, 16 with AVX-512) in
-// assembly and the rest in Go, which carries on from the maxima and rose
-// bits the assembly leaves; the sums' chains run in assembly over every
-// slot, four queries at a time.
-
-func softmaxArgs_avx2(sc, ex []float32, stride, n int, scale float32, maxs []float32, rose []uint64) {
-	if nv := n / 8; nv > 0 {
-		softmaxArgsAVX2(&sc[0], &ex[0], stride, len(maxs), nv, scale, &maxs[0], &rose[0])
-	}
-	softmaxArgsGo(sc, ex, stride, n&^7, n, scale, maxs, rose)
+// softmaxVectors is one instruction set's softmax kernels, on whole
+// vectors of width slots. Its methods run those in assembly and the rest
+// in Go, which carries on from the maxima and rose bits the assembly
+// leaves; the sums' chains run in assembly over every slot, four queries
+// at a time.
+type softmaxVectors struct {
+	width int
+	args  func(sc, ex *float32, stride, nq, nv int, scale float32, maxs *float32, rose *uint64)
+	marks func(ex, w, f, raised *float32, stride, nq, nv int, rose *uint64, any uint64)
 }
 
-func softmaxSteps_avx2(ex, w, f, raised []float32, stride, n int, rose []uint64, sums []float32) {
-	if nv := n / 8; nv > 0 {
-		softmaxMarksAVX2(&ex[0], &w[0], &f[0], &raised[0], stride, len(rose), nv, &rose[0], orRose(rose))
+var (
+	softmaxAVX2   = softmaxVectors{8, softmaxArgsAVX2, softmaxMarksAVX2}
+	softmaxAVX512 = softmaxVectors{16, softmaxArgsAVX512, softmaxMarksAVX512}
+)
+
+func (v softmaxVectors) softmaxArgs(sc, ex []float32, stride, n int, scale float32, maxs []float32, rose []uint64) {
+	whole := n / v.width * v.width
+	if whole > 0 {
+		v.args(&sc[0], &ex[0], stride, len(maxs), whole/v.width, scale, &maxs[0], &rose[0])
 	}
-	softmaxMarksGo(ex, w, f, raised, stride, n&^7, n, rose)
-	softmaxSums(ex, stride, n, rose, sums)
+	softmaxArgsGo(sc, ex, stride, whole, n, scale, maxs, rose)
 }
 
-func softmaxArgs_avx512(sc, ex []float32, stride, n int, scale float32, maxs []float32, rose []uint64) {
-	if nv := n / 16; nv > 0 {
-		softmaxArgsAVX512(&sc[0], &ex[0], stride, len(maxs), nv, scale, &maxs[0], &rose[0])
+func (v softmaxVectors) softmaxSteps(ex, w, f, raised []float32, stride, n int, rose []uint64, sums []float32) {
+	whole := n / v.width * v.width
+	if whole > 0 {
+		v.marks(&ex[0], &w[0], &f[0], &raised[0], stride, len(rose), whole/v.width, &rose[0], orRose(rose))
 	}
-	softmaxArgsGo(sc, ex, stride, n&^15, n, scale, maxs, rose)
-}
-
-func softmaxSteps_avx512(ex, w, f, raised []float32, stride, n int, rose []uint64, sums []float32) {
-	if nv := n / 16; nv > 0 {
-		softmaxMarksAVX512(&ex[0], &w[0], &f[0], &raised[0], stride, len(rose), nv, &rose[0], orRose(rose))
-	}
-	softmaxMarksGo(ex, w, f, raised, stride, n&^15, n, rose)
+	softmaxMarksGo(ex, w, f, raised, stride, whole, n, rose)
 	softmaxSums(ex, stride, n, rose, sums)
 }
 
