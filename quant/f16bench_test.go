@@ -32,3 +32,29 @@ func BenchmarkScoresF16(b *testing.B) {
 		})
 	}
 }
+
+// The attention value sums of one KV head: the same groups as
+// BenchmarkScoresF16, each query's F16 accumulator taking a chunk of value
+// rows weighted by its probabilities.
+func BenchmarkMadsF16Group(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct{ hd, nq, count int }{{64, 4, 256}, {128, 4, 256}, {64, 1, 256}, {128, 3, 256}, {64, 7, 256}} {
+		stride := 8 * c.hd
+		rows := make([]uint16, (c.count-1)*stride+c.hd)
+		for i := range rows {
+			rows[i] = F32ToF16(float32(rng.NormFloat64()))
+		}
+		w := make([]float32, c.nq*c.count)
+		for i := range w {
+			w[i] = float32(rng.Float64()) / float32(c.count)
+		}
+		acc := make([]float32, c.nq*c.hd)
+		b.Run(fmt.Sprintf("hd%d-q%d-n%d", c.hd, c.nq, c.count), func(b *testing.B) {
+			b.SetBytes(int64(2 * c.hd * c.count))
+			for b.Loop() {
+				clear(acc)
+				MadsF16Group(acc, c.hd, rows, stride, w, c.count, c.count)
+			}
+		})
+	}
+}

@@ -6,7 +6,7 @@ package quant
 
 // avx2TileCols is the most activation rows a half-panel kernel (AVX2 or
 // AVX-VNNI) takes.
-const avx2TileCols = 5
+const avx2TileCols = 6
 
 //go:noescape
 func gemmQ4_0AVX2x1(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
@@ -22,6 +22,9 @@ func gemmQ4_0AVX2x4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss 
 
 //go:noescape
 func gemmQ4_0AVX2x5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
+
+//go:noescape
+func gemmQ4_0AVX2x6(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
 func gemmQ4_0AVX2Streams1(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
@@ -49,6 +52,9 @@ func gemmQ8_0AVX2x4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss 
 
 //go:noescape
 func gemmQ8_0AVX2x5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
+
+//go:noescape
+func gemmQ8_0AVX2x6(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
 func gemmQ8_0AVX2Streams1(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
@@ -81,6 +87,8 @@ func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32
 		gemmQ4_0AVX2x4(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 5:
 		gemmQ4_0AVX2x5(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
+	case 6:
+		gemmQ4_0AVX2x6(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 17:
 		gemmQ8_0AVX2x1(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 18:
@@ -91,6 +99,8 @@ func avx2Half(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uint32
 		gemmQ8_0AVX2x4(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 21:
 		gemmQ8_0AVX2x5(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
+	case 22:
+		gemmQ8_0AVX2x6(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	default:
 		panic("quant: no AVX2 kernel for this tile")
 	}

@@ -20,6 +20,9 @@ func gemmQ4_0AVXVNNIx4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, 
 func gemmQ4_0AVXVNNIx5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
+func gemmQ4_0AVXVNNIx6(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
+
+//go:noescape
 func gemmQ4_0AVXVNNIStreams1(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 //go:noescape
@@ -47,6 +50,9 @@ func gemmQ8_0AVXVNNIx4(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, 
 func gemmQ8_0AVXVNNIx5(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
 
 //go:noescape
+func gemmQ8_0AVXVNNIx6(ws, wg *byte, bs, nb int, a *byte, as int, side *uint32, ss int, y *float32, ys int, pf int)
+
+//go:noescape
 func gemmQ8_0AVXVNNIStreams1(w *byte, ws, nb int, a *byte, side *uint32, y *float32, yst int, pf int)
 
 //go:noescape
@@ -71,6 +77,8 @@ func avxvnniHalf(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uin
 		gemmQ4_0AVXVNNIx4(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 5:
 		gemmQ4_0AVXVNNIx5(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
+	case 6:
+		gemmQ4_0AVXVNNIx6(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 17:
 		gemmQ8_0AVXVNNIx1(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 18:
@@ -81,6 +89,8 @@ func avxvnniHalf(ti, c int, ws, wg *byte, bs, nb int, a *byte, as int, side *uin
 		gemmQ8_0AVXVNNIx4(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	case 21:
 		gemmQ8_0AVXVNNIx5(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
+	case 22:
+		gemmQ8_0AVXVNNIx6(ws, wg, bs, nb, a, as, side, ss, y, ys, pf)
 	default:
 		panic("quant: no AVXVNNI kernel for this tile")
 	}

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "7189d7fd4d4eed08"
+const kernelRevision = "49cbc8178f484572"

@@ -49,10 +49,14 @@ import (
 	"strings"
 )
 
-// tileCols is the most activation rows a batched kernel holds: 8 weight
-// registers, the scales, two temporaries and tileCols accumulators fill the
-// 16 YMM registers (and it measured fastest, above).
-const tileCols = 5
+// tileCols is the most activation rows a batched kernel holds: two weight
+// registers, the scales, a temporary and six rows' block sums and
+// accumulators fill the 16 YMM registers. Six rather than five (until
+// 2026-12-05): a chain verification of six rows (five drafted tokens and
+// the one before them) is then one call over the weights, not two of
+// three, and six rows a call measured 12% more multiply-adds a second than
+// five in cache (docs/kernels-avx2.md).
+const tileCols = 6
 
 func main() {
 	for _, f := range []family{avx2, avxvnni} {
@@ -215,7 +219,7 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	p("\tMOVQ pf+80(FP), R14")
 	p("\tMOVQ R11, R13")
 	for i := 0; i < c; i++ {
-		p("\tVMOVUPS (R13), %s", y(11+i))
+		p("\tVMOVUPS (R13), %s", acc(c, i))
 		if i < c-1 {
 			p("\tADDQ R12, R13")
 		}
@@ -246,7 +250,7 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 	p("\tJNZ loop_%s", name)
 	p("")
 	for i := 0; i < c; i++ {
-		p("\tVMOVUPS %s, (R11)", y(11+i))
+		p("\tVMOVUPS %s, (R11)", acc(c, i))
 		if i < c-1 {
 			p("\tADDQ R12, R11")
 		}
@@ -258,13 +262,34 @@ func halfKernel(p func(string, ...any), f family, typ string, c int) {
 // blockSum is activation row i's block sum in the interleaved bodies.
 func blockSum(i int) string { return y(2 + i) }
 
-// temps hands out the interleaved bodies' three temporaries in turn, so
-// that neighbouring instructions write different registers.
-type temps struct{ k int }
+// acc is activation row i's accumulator in a kernel of c rows: Y11.. up to
+// five rows, Y10.. for six (whose sixth block sum takes Y7).
+func acc(c, i int) string {
+	if c > 5 {
+		return y(16 - c + i)
+	}
+	return y(11 + i)
+}
+
+// temps hands out the interleaved bodies' temporaries in turn, so that
+// neighbouring instructions write different registers: three up to five
+// activation rows, one (Y9) for six. Renaming makes one enough for
+// correctness; more only spread the writes.
+type temps struct {
+	k    int
+	regs []int
+}
+
+func newTemps(c int) *temps {
+	if c > 5 {
+		return &temps{regs: []int{9}}
+	}
+	return &temps{regs: []int{7, 9, 10}}
+}
 
 func (t *temps) next() int {
 	t.k++
-	return []int{7, 9, 10}[t.k%3]
+	return t.regs[t.k%len(t.regs)]
 }
 
 // startAtCorrection writes, for AVX-VNNI, the c block sums' start: the
@@ -283,7 +308,7 @@ func blockFloat(p func(string, ...any), c int, tt *temps) {
 		t := y(tt.next())
 		p("\tVBROADCASTSS %d(R9), %s", 8*i, t)
 		p("\tVMULPS Y8, %s, %s", t, t)
-		p("\tVFMADD231PS %s, %s, %s", t, blockSum(i), y(11+i))
+		p("\tVFMADD231PS %s, %s, %s", t, blockSum(i), acc(c, i))
 	}
 }
 
@@ -300,7 +325,7 @@ func blockFloat(p func(string, ...any), c int, tt *temps) {
 // signed), Y1 their magnitudes (AVX2), Y2.. the rows' block sums, Y7, Y9
 // and Y10 temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
 func q8Interleaved(p func(string, ...any), f family, c int) {
-	var tt temps
+	tt := newTemps(c)
 	startAtCorrection(p, f, c)
 	for g := 0; g < 8; g++ {
 		p("\tVMOVDQU %d(DI), Y0", 64*g)
@@ -328,7 +353,7 @@ func q8Interleaved(p func(string, ...any), f family, c int) {
 	for i := 0; i < c; i++ {
 		p("\tVCVTDQ2PS %s, %s", blockSum(i), blockSum(i))
 	}
-	blockFloat(p, c, &tt)
+	blockFloat(p, c, tt)
 }
 
 // q4Interleaved writes the block body of the Q4_0 half kernels: the
@@ -348,7 +373,7 @@ func q8Interleaved(p func(string, ...any), f family, c int) {
 // block sums (int16 on AVX2, then int32, then float), Y7, Y9 and Y10
 // temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
 func q4Interleaved(p func(string, ...any), f family, c int) {
-	var tt temps
+	tt := newTemps(c)
 	startAtCorrection(p, f, c)
 	for g := 0; g < 4; g++ {
 		p("\tVMOVDQU %d(DI), Y0", 64*g)
@@ -386,7 +411,7 @@ func q4Interleaved(p func(string, ...any), f family, c int) {
 		}
 		p("\tVCVTDQ2PS %s, %s", blockSum(i), blockSum(i))
 	}
-	blockFloat(p, c, &tt)
+	blockFloat(p, c, tt)
 }
 
 // streamsKernel writes gemm<typ>AVX2Streams<s>: s whole panels far apart (the
