@@ -81,7 +81,7 @@ func avx2Tile(f ymmFamily, ti int, p []byte, bs, b0, nb int, a *gemmActs, i0, c 
 	_ = p[(nb-1)*bs+bs-1]
 	_ = y[(c-1)*ys+panelRows-1]
 	// As few calls as the widest kernel allows, of even widths (16 rows
-	// go 4+4+4+4 rather than 5+5+5+1): each call unpacks the weights once.
+	// go 6+5+5 rather than 6+6+4): each call unpacks the weights once.
 	calls := (c + avx2TileCols - 1) / avx2TileCols
 	for c0, j := 0, 0; c0 < c; c0, j = c0+c/calls+b2i(j < c%calls), j+1 {
 		cc := c/calls + b2i(j < c%calls)

@@ -34,8 +34,9 @@
 //
 // Sizes were chosen by measurement on an AMD EPYC Zen 3 (AVX2, no AVX-512),
 // 2 cores shared with other jobs (docs/kernels-avx2.md): the widest batched
-// kernel (5 activation rows) ran fastest (best of 8 runs, one core, panel in
-// cache: 84 G MAC/s against 55-67 for 1-4 rows); the one-row kernels are
+// kernel (then 5 activation rows; 6 since 2026-12-05, tileCols) ran fastest
+// (best of 8 runs, one core, panel in cache: 84 G MAC/s against 55-67 for
+// 1-4 rows); the one-row kernels are
 // generated for 1 to 4 streams and take the prefetch distance as an
 // argument, and quant/gemm_avx2_amd64.go picks 4 streams and 1024 bytes
 // (one stream was 15-30% slower; 2-4 streams and 512-4096 bytes could not
