@@ -324,7 +324,9 @@ func blockFloat(p func(string, ...any), c int, tt *temps) {
 //
 // Registers: Y0 the group's weights as the panel holds them (AVX2: then
 // signed), Y1 their magnitudes (AVX2), Y2.. the rows' block sums, Y7, Y9
-// and Y10 temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
+// and Y10 temporaries, Y8 the rows' scales dw, Y11.. the accumulators; with
+// six rows Y2-Y7 the sums, Y9 the one temporary, Y10-Y15 the accumulators
+// (acc, newTemps).
 func q8Interleaved(p func(string, ...any), f family, c int) {
 	tt := newTemps(c)
 	startAtCorrection(p, f, c)
@@ -372,7 +374,8 @@ func q8Interleaved(p func(string, ...any), f family, c int) {
 //
 // Registers: Y0 and Y1 a group's low and high nibbles, Y2.. the rows'
 // block sums (int16 on AVX2, then int32, then float), Y7, Y9 and Y10
-// temporaries, Y8 the rows' scales dw, Y11.. the accumulators.
+// temporaries, Y8 the rows' scales dw, Y11.. the accumulators; with six
+// rows Y2-Y7 the sums, Y9 the one temporary, Y10-Y15 the accumulators.
 func q4Interleaved(p func(string, ...any), f family, c int) {
 	tt := newTemps(c)
 	startAtCorrection(p, f, c)
