@@ -14,6 +14,7 @@ package kv
 import (
 	"fmt"
 	"math"
+	"runtime"
 )
 
 // Cache holds keys and values for every layer.
@@ -36,10 +37,16 @@ func New(layers, dim, capacity int) (*Cache, error) {
 		return nil, fmt.Errorf("kv: a cache of %d layers × %d slots × %d is too large to address", layers, capacity, dim)
 	}
 	c := &Cache{layers: layers, dim: dim, cap: capacity, k: make([][]uint16, layers), v: make([][]uint16, layers)}
+	per := capacity * dim
+	mem, free := reserve(2 * layers * per)
 	for l := range layers {
-		c.k[l] = make([]uint16, capacity*dim)
-		c.v[l] = make([]uint16, capacity*dim)
+		c.k[l] = mem[2*l*per : (2*l+1)*per : (2*l+1)*per]
+		c.v[l] = mem[(2*l+1)*per : (2*l+2)*per : (2*l+2)*per]
 	}
+	// The mapping goes once the cache is unreachable: every slice of it
+	// is taken from the cache by its users while they hold the cache (a
+	// model state, a prefix), never kept past it.
+	runtime.AddCleanup(c, func(f func()) { f() }, free)
 	return c, nil
 }
 
