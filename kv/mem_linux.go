@@ -3,11 +3,17 @@
 package kv
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// mapped is the bytes of caches mapped and not yet unmapped: live ones,
+// and dropped ones the collector has not found yet.
+var mapped atomic.Int64
 
 // reserve returns n zero halves mapped outside the Go heap, and the
 // function that unmaps them (once, however often it is called). A cache is
@@ -17,12 +23,28 @@ import (
 // every new cache was zeroed whole whenever the allocator reused memory a
 // dropped cache had held: an 8B model's 512 MiB cache for 4096 slots took
 // up to 2-3 s to make, and all of it was resident from the start.
+//
+// Since the collector's pacing does not see mappings, a dropped cache would
+// stay mapped (its written pages resident) until a collection came for
+// other reasons, up to two minutes later: so while any cache is mapped, a
+// new one starts with a collection (5-6 ms beside a loaded 8B model, whose
+// weights are outside the heap), which unmaps the dropped ones.
 // Without a mapping (mmap failing) it is heap memory.
 func reserve(n int) ([]uint16, func()) {
+	if mapped.Load() > 0 {
+		runtime.GC()
+	}
 	b, err := unix.Mmap(-1, 0, 2*n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return make([]uint16, n), func() {}
 	}
+	mapped.Add(int64(len(b)))
 	var once sync.Once
-	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n), func() { once.Do(func() { _ = unix.Munmap(b) }) }
+	free := func() {
+		once.Do(func() {
+			_ = unix.Munmap(b)
+			mapped.Add(-int64(len(b)))
+		})
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n), free
 }
