@@ -40,6 +40,10 @@ func dequantize(t Type, src []byte, dst []float32) {
 		dequantizeQ4_K(src, dst)
 	case Q6_K:
 		dequantizeQ6_K(src, dst)
+	case Q3_K:
+		dequantizeQ3_K(src, dst)
+	case Q5_K:
+		dequantizeQ5_K(src, dst)
 	default:
 		panic("quant: dequantize " + t.String() + ": unsupported")
 	}
