@@ -158,7 +158,7 @@ func TestK35DotTwins(t *testing.T) {
 					a = quantizeAct(t, Q8_K, testData(rng, n))
 				} else {
 					w = k35RawWeights(rng, typ, nb, mode)
-					a = rawActs(rng, Q8_K, nb, mode)
+					a = k35RawActs(rng, nb, mode)
 				}
 				got := twins[typ](w, a)
 				want, mag := dot64(decode(t, typ, w, n), decodeAct(t, Q8_K, a, n))
@@ -170,20 +170,59 @@ func TestK35DotTwins(t *testing.T) {
 	}
 }
 
-// k35RawWeights is rawWeights for the types of k35.go: random or one-byte
-// blocks with finite f16 scales.
+// k35Halves are finite f16 block scales for raw blocks: 1, negatives, a
+// subnormal.
+var k35Halves = []uint16{0x3c00, 0xb800, 0x2e66, 0x1400, 0x5640, 0x0001, 0x8123}
+
+// k35Fill fills b with random bytes or, for modes "0xff" and "0x80", that
+// byte (every level at its top, or Q3_K scales of -32 and low levels 0).
+func k35Fill(rng *rand.Rand, b []byte, mode string) {
+	for i := range b {
+		switch mode {
+		case "0xff":
+			b[i] = 0xff
+		case "0x80":
+			b[i] = 0x80
+		default:
+			b[i] = byte(rng.IntN(256))
+		}
+	}
+}
+
+// k35RawWeights returns nb blocks of typ whose bytes k35Fill chose, with
+// finite f16 scales.
 func k35RawWeights(rng *rand.Rand, typ Type, nb int, mode string) []byte {
 	bs := typ.BlockBytes()
 	b := make([]byte, nb*bs)
-	fillMode(rng, b, mode)
+	k35Fill(rng, b, mode)
 	for i := 0; i < nb; i++ {
 		blk := b[i*bs : (i+1)*bs]
 		switch typ {
 		case Q3_K:
-			binary.LittleEndian.PutUint16(blk[108:], testHalves[rng.IntN(len(testHalves))])
+			binary.LittleEndian.PutUint16(blk[108:], k35Halves[rng.IntN(len(k35Halves))])
 		case Q5_K:
-			binary.LittleEndian.PutUint16(blk, testHalves[rng.IntN(len(testHalves))])
-			binary.LittleEndian.PutUint16(blk[2:], testHalves[rng.IntN(len(testHalves))])
+			binary.LittleEndian.PutUint16(blk, k35Halves[rng.IntN(len(k35Halves))])
+			binary.LittleEndian.PutUint16(blk[2:], k35Halves[rng.IntN(len(k35Halves))])
+		}
+	}
+	return b
+}
+
+// k35RawActs returns nb Q8_K blocks whose quants k35Fill chose (-128
+// included), with scales ±1, ±0.5, ±0.25 and matching bsums.
+func k35RawActs(rng *rand.Rand, nb int, mode string) []byte {
+	b := make([]byte, nb*q8_KBytes)
+	for i := 0; i < nb; i++ {
+		blk := b[i*q8_KBytes : (i+1)*q8_KBytes]
+		binary.LittleEndian.PutUint32(blk, 0x3f800000-uint32(rng.IntN(3))<<23|uint32(rng.IntN(2))<<31)
+		q := blk[4 : 4+qkK]
+		k35Fill(rng, q, mode)
+		for j := 0; j < qkK/16; j++ {
+			var s int16
+			for _, v := range q[16*j : 16*j+16] {
+				s += int16(int8(v))
+			}
+			binary.LittleEndian.PutUint16(blk[4+qkK+2*j:], uint16(s))
 		}
 	}
 	return b
