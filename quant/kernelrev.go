@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "7a1a5769a24aa3a0"
+const kernelRevision = "4d2ea9236028edba"
