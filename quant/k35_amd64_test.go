@@ -9,9 +9,6 @@ import (
 	"testing"
 )
 
-// k35Twins pairs each type of k35.go with its Go twin.
-var k35Twins = map[Type]func(w, a []byte) float32{Q3_K: dotQ3_KQ8_KGo, Q5_K: dotQ5_KQ8_KGo}
-
 // TestK35AsmDots holds the AVX2 dots bit for bit to the twins, and checks
 // that every amd64 set uses them, over quantized data and raw blocks of
 // random and extreme bytes, 0..17 and 255..257 super-blocks at misaligned

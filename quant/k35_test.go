@@ -11,6 +11,9 @@ import (
 // k35Types are the types of k35.go.
 var k35Types = []Type{Q3_K, Q5_K}
 
+// k35Twins pairs each type of k35.go with its Go twin.
+var k35Twins = map[Type]func(w, a []byte) float32{Q3_K: dotQ3_KQ8_KGo, Q5_K: dotQ5_KQ8_KGo}
+
 // k35Bound is the largest error the reference quantizer of typ may make on
 // x[i]. The fits may clip the largest values of a sub-block to widen the
 // grid for the rest, so the bound is in steps of the sub-block's range, not
@@ -147,7 +150,6 @@ func TestK35Layout(t *testing.T) {
 // the two.
 func TestK35DotTwins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 35))
-	twins := map[Type]func(w, a []byte) float32{Q3_K: dotQ3_KQ8_KGo, Q5_K: dotQ5_KQ8_KGo}
 	for _, typ := range k35Types {
 		for _, nb := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
 			for _, mode := range []string{"quantized", "random", "0xff", "0x80"} {
@@ -160,7 +162,7 @@ func TestK35DotTwins(t *testing.T) {
 					w = k35RawWeights(rng, typ, nb, mode)
 					a = k35RawActs(rng, nb, mode)
 				}
-				got := twins[typ](w, a)
+				got := k35Twins[typ](w, a)
 				want, mag := dot64(decode(t, typ, w, n), decodeAct(t, Q8_K, a, n))
 				if math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
 					t.Errorf("%v %s %d blocks: twin %v, float64 %v (magnitude %g)", typ, mode, nb, got, want, mag)
@@ -250,7 +252,7 @@ func TestK35MatMul(t *testing.T) {
 				for i := 0; i < n; i++ {
 					quantizeQ8_K(x[i*cols:(i+1)*cols], a)
 					for r := 0; r < rows; r++ {
-						want[i*rows+r] = map[Type]func(w, a []byte) float32{Q3_K: dotQ3_KQ8_KGo, Q5_K: dotQ5_KQ8_KGo}[typ](wb[r*rb:(r+1)*rb], a)
+						want[i*rows+r] = k35Twins[typ](wb[r*rb:(r+1)*rb], a)
 					}
 				}
 				for _, set := range KernelSets() {

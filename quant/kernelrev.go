@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "4d2ea9236028edba"
+const kernelRevision = "a664d569688a9ce8"

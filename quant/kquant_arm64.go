@@ -52,7 +52,7 @@ func hookKQuant(s *kernelSet) {
 	default:
 		return
 	}
-	s.gemmKTypes = 1<<Q4_K | 1<<Q6_K
+	s.gemmKTypes = 1<<Q4_K | 1<<Q6_K | 1<<Q3_K | 1<<Q5_K
 	s.quantizeQ8_K = quantizeQ8_K_arm64
 }
 
@@ -86,8 +86,13 @@ func dotKNEON(set, ti int, w, a []byte) float32 {
 	return y
 }
 
-// gemmKNEON is gemmKGo (for Q4_K or Q6_K weights) on the kernels of set.
+// gemmKNEON is gemmKGo (for Q4_K, Q6_K, and Q3_K, Q5_K in k35_arm64.go)
+// on the kernels of set.
 func gemmKNEON(set int, t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	if t == Q3_K || t == Q5_K {
+		gemmK35NEON(set, t, w, rb, lo, hi, a, arb, n, y, ys) // k35_arm64.go
+		return
+	}
 	ti, nb := gemmKShape(t, w, rb, lo, hi, a, arb, n, y, ys)
 	if nb == 0 {
 		return

@@ -80,6 +80,8 @@ func main() {
 		"f16vec_arm64.s":       f16vecFile(),
 		"silu_arm64.s":         siluFile(),
 		"kquant_decl_arm64.go": declFile(),
+		"k35_arm64.s":          k35File(),
+		"k35_decl_arm64.go":    k35DeclFile(),
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o666); err != nil {

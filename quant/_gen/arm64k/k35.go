@@ -1,0 +1,352 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// k35File writes k35_arm64.s: the Q3_K and Q5_K kernels, in the form of
+// kquant_arm64.s's (one weight row, c activation rows, each output the Go
+// twin's bits).
+func k35File() string {
+	a := &asm{}
+	header(a)
+	a.p("")
+	a.p("// Preconditions (checked by the Go callers in k35_arm64.go): nb > 0")
+	a.p("// super-blocks of one weight row at w; c Q8_K activation rows of nb")
+	a.p("// super-blocks arb bytes apart at a; room for c outputs ys floats apart")
+	a.p("// at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones")
+	a.p("// FEAT_DotProd as well. A super-block's levels are unpacked once for")
+	a.p("// all c rows; its integer sums are exact in int32 and the float32 part")
+	a.p("// runs in lane c for activation row c with the Go twins' operations in")
+	a.p("// their order, each rounded alone, so each output is the Go twin's.")
+	for _, s := range sets {
+		for c := 1; c <= maxActs; c++ {
+			q3k(a, s.suffix, c)
+		}
+		for c := 1; c <= maxActs; c++ {
+			q5k(a, s.suffix, c)
+		}
+	}
+	return a.b.String()
+}
+
+// q5k writes gemmQ5K<set>C<c>: q4k with the fifth bit of each level from
+// qh (bit 2g of byte l for the low nibbles of group g, bit 2g+1 for the
+// high ones) inserted at bit 4 of the unpacked bytes. Levels reach 31:
+// Asimd's int16 lanes sum four products of at most 31·128, below 2^15.
+func q5k(a *asm, set string, c int) {
+	name := fmt.Sprintf("gemmQ5K%sC%d", set, c)
+	dot := set == "Dot"
+	kPrologue(a, name, c)
+	const (
+		vMinLo, vMinHi = v(30), v(29) // int32 mins 0..3, 4..7
+		vScLo, vScHi   = v(28), v(27) // Dot: int32 scales 0..3, 4..7
+		vSc16          = v(15)        // Asimd: int16 scales 0..7
+		vBit4          = v(14)        // 0x10 bytes
+	)
+	acc := func(i int) v { return v(16 + i) }
+	minAcc := func(i int) v { return v(20 + i) }
+	a.i(movi8(vMask, 0x0f))
+	a.i(movi8(vBit4, 0x10))
+	a.label(name + "_block")
+	a.mark()
+	a.op("MOVWU (%s), R10", rW)
+	a.op("FMOVS R10, F%d", vXd)
+	a.i(vFCVTLH.of(vXd, vXd))
+	a.op("MOVWU 4(%s), R10", rW)
+	a.op("MOVWU 8(%s), R11", rW)
+	a.op("MOVWU 12(%s), R12", rW)
+	a.op("LSRW $4, R12, R13")
+	a.op("ANDW $0x0f0f0f0f, R13")
+	a.op("LSRW $6, R11, R14")
+	a.op("ANDW $0x03030303, R14")
+	a.op("ORRW R14<<4, R13, R13")      // mins 4..7
+	a.op("ANDW $0x3f3f3f3f, R11, R15") // mins 0..3
+	a.op("ANDW $0x0f0f0f0f, R12")
+	a.op("LSRW $6, R10, R14")
+	a.op("ANDW $0x03030303, R14")
+	a.op("ORRW R14<<4, R12, R12") // scales 4..7
+	a.op("ANDW $0x3f3f3f3f, R10") // scales 0..3
+	a.op("ORR R12<<32, R10, R10")
+	a.op("ORR R13<<32, R15, R15")
+	a.op("FMOVD R10, F%d", vScLo)
+	a.op("FMOVD R15, F%d", vMinLo)
+	a.i(vUXTLB.of(vMinLo, vMinLo))
+	a.i(vUXTL2H.of(vMinHi, vMinLo))
+	a.i(vUXTLH.of(vMinLo, vMinLo))
+	if dot {
+		a.i(vUXTLB.of(vScLo, vScLo))
+		a.i(vUXTL2H.of(vScHi, vScLo))
+		a.i(vUXTLH.of(vScLo, vScLo))
+	} else {
+		a.i(vUXTLB.of(vSc16, vScLo))
+	}
+	a.op("ADD $16, %s", rW)
+	a.op("VLD1.P 32(%s), [V12.B16, V13.B16]", rW) // qh
+	loadDy(a, c)
+	for g := 0; g < 4; g++ {
+		a.op("VLD1.P 32(%s), [V4.B16, V5.B16]", rW)
+		a.i(vAND.of(0, 4, vMask))
+		a.i(vAND.of(1, 5, vMask))
+		a.i(shiftImm("ushr", "16b", 2, 4, 4))
+		a.i(shiftImm("ushr", "16b", 3, 5, 4))
+		for k, bit := range []int{2 * g, 2 * g, 2*g + 1, 2*g + 1} {
+			src := v(12 + k%2)
+			if bit < 4 {
+				a.i(shiftImm("shl", "16b", 10, src, uint32(4-bit)))
+				src = 10
+			} else if bit > 4 {
+				a.i(shiftImm("ushr", "16b", 10, src, uint32(bit-4)))
+				src = 10
+			}
+			a.i(vBIT.of(v(k), src, vBit4))
+		}
+		for i := 0; i < c; i++ {
+			a.op("VLD1.P 64(%s), [V6.B16, V7.B16, V8.B16, V9.B16]", actRegs[i])
+			j0, j1 := uint32(2*g), uint32(2*g+1)
+			if dot {
+				sc := func(j uint32) (v, uint32) {
+					if j < 4 {
+						return vScLo, j
+					}
+					return vScHi, j - 4
+				}
+				a.i(movi0(10))
+				a.i(movi0(11))
+				a.i(vSDOT.of(10, 0, 6))
+				a.i(vSDOT.of(10, 1, 7))
+				a.i(vSDOT.of(11, 2, 8))
+				a.i(vSDOT.of(11, 3, 9))
+				r0, l0 := sc(j0)
+				r1, l1 := sc(j1)
+				if g == 0 {
+					a.i(elem("mul", acc(i), 10, r0, l0))
+				} else {
+					a.i(elem("mla", acc(i), 10, r0, l0))
+				}
+				a.i(elem("mla", acc(i), 11, r1, l1))
+			} else {
+				a.i(vSMULL.of(10, 0, 6))
+				a.i(vSMLAL2.of(10, 0, 6))
+				a.i(vSMLAL.of(10, 1, 7))
+				a.i(vSMLAL2.of(10, 1, 7))
+				a.i(vSMULL.of(11, 2, 8))
+				a.i(vSMLAL2.of(11, 2, 8))
+				a.i(vSMLAL.of(11, 3, 9))
+				a.i(vSMLAL2.of(11, 3, 9))
+				if g == 0 {
+					a.i(elem("smull", acc(i), 10, vSc16, j0))
+				} else {
+					a.i(elem("smlal", acc(i), 10, vSc16, j0))
+				}
+				a.i(elem("smlal2", acc(i), 10, vSc16, j0))
+				a.i(elem("smlal", acc(i), 11, vSc16, j1))
+				a.i(elem("smlal2", acc(i), 11, vSc16, j1))
+			}
+		}
+	}
+	for i := 0; i < c; i++ {
+		a.op("VLD1.P 32(%s), [V12.B16, V13.B16]", actRegs[i])
+		a.i(vSADDLPH.of(12, 12))
+		a.i(vSADDLPH.of(13, 13))
+		a.i(vMULS.of(minAcc(i), 12, vMinLo))
+		a.i(vMLAS.of(minAcc(i), 13, vMinHi))
+	}
+	var accs, mins []v
+	for i := 0; i < c; i++ {
+		accs, mins = append(accs, acc(i)), append(mins, minAcc(i))
+	}
+	reduceLanes(a, 12, 13, accs)
+	reduceLanes(a, 10, 11, mins)
+	a.i(vSCVTFS.of(12, 12))
+	a.i(vSCVTFS.of(10, 10))
+	a.i(elem("fmul", 11, vDy, vXd, 0)) // d = f16(x.d)*dy (V14 holds 0x10s)
+	a.i(elem("fmul", 13, vDy, vXd, 1)) // dmin = f16(x.dmin)*dy
+	a.i(vFMULS.of(12, 11, 12))         // d*float32(sumi)
+	a.i(vFADDS.of(vSum, vSum, 12))
+	a.i(vFMULS.of(10, 13, 10)) // dmin*float32(sumMins)
+	a.i(vFSUBS.of(vSum, vSum, 10))
+	a.op("SUBS $1, %s", rN)
+	a.op("BNE %s_block", name)
+	counts[fmt.Sprintf("Q5_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
+	kEpilogue(a, c)
+}
+
+// q3k writes gemmQ3K<set>C<c>: q6k's products on levels q3 = u-4 (int8,
+// -4..3), u the two bits of qs (bit pair j of byte l for chunk j of a
+// half) with the hmask bit (4h+j of byte l) inserted at bit 2, and 16
+// int8 scales from the 12 packed bytes (q3kScales, less 32).
+func q3k(a *asm, set string, c int) {
+	name := fmt.Sprintf("gemmQ3K%sC%d", set, c)
+	dot := set == "Dot"
+	kPrologue(a, name, c)
+	const (
+		vFour  = v(30) // 0x04 bytes: the hmask bit's place, and the offset
+		vOff32 = v(29) // 0x20 bytes
+		vScRaw = v(27)
+	)
+	acc := func(i int) v { return v(20 + i) }
+	a.i(movi8(vMask, 0x03))
+	a.i(movi8(vFour, 0x04))
+	a.i(movi8(vOff32, 0x20))
+	a.label(name + "_block")
+	a.mark()
+	a.op("MOVHU 108(%s), R10", rW)
+	a.op("FMOVS R10, F%d", vXd)
+	a.i(vFCVTLH.of(vXd, vXd))
+	// The scales' low nibbles are in aux0 (R10, scales 0..3 and 8..11) and
+	// aux1 (R11, 4..7 and 12..15), their top bit pairs in tmp (R12).
+	a.op("MOVWU 96(%s), R10", rW)
+	a.op("MOVWU 100(%s), R11", rW)
+	a.op("MOVWU 104(%s), R12", rW)
+	a.op("ANDW $0x0f0f0f0f, R10, R13")
+	a.op("ANDW $0x03030303, R12, R14")
+	a.op("ORRW R14<<4, R13, R13") // scales 0..3
+	a.op("ANDW $0x0f0f0f0f, R11, R15")
+	a.op("LSRW $2, R12, R14")
+	a.op("ANDW $0x03030303, R14")
+	a.op("ORRW R14<<4, R15, R15") // 4..7
+	a.op("LSRW $4, R10, R10")
+	a.op("ANDW $0x0f0f0f0f, R10")
+	a.op("LSRW $4, R12, R14")
+	a.op("ANDW $0x03030303, R14")
+	a.op("ORRW R14<<4, R10, R10") // 8..11
+	a.op("LSRW $4, R11, R11")
+	a.op("ANDW $0x0f0f0f0f, R11")
+	a.op("LSRW $6, R12, R14")
+	a.op("ANDW $0x03030303, R14")
+	a.op("ORRW R14<<4, R11, R11") // 12..15
+	a.op("ORR R15<<32, R13, R13")
+	a.op("ORR R11<<32, R10, R10")
+	a.op("FMOVD R13, F%d", vScRaw)
+	a.op("VMOV R10, V%d.D[1]", vScRaw)
+	a.i(vSUBB.of(vScRaw, vScRaw, vOff32))
+	var scale func(idx uint32) (v, uint32)
+	if dot { // int32 scales 4k..4k+3 in V16+k
+		a.i(vSXTLB.of(16, vScRaw))
+		a.i(vSXTL2B.of(17, vScRaw))
+		a.i(vSXTL2H.of(19, 17))
+		a.i(vSXTLH.of(18, 17))
+		a.i(vSXTL2H.of(17, 16))
+		a.i(vSXTLH.of(16, 16))
+		scale = func(idx uint32) (v, uint32) { return v(16 + idx/4), idx % 4 }
+	} else { // int16 scales 0..7 in V14, 8..15 in V15
+		a.i(vSXTLB.of(14, vScRaw))
+		a.i(vSXTL2B.of(15, vScRaw))
+		scale = func(idx uint32) (v, uint32) { return v(14 + idx/8), idx % 8 }
+	}
+	loadDy(a, c)
+	for h := 0; h < 2; h++ {
+		// qs of the half in V8, V9; hmask in V10, V11. Vector m = 2j+s
+		// holds values 32j+16s..32j+16s+15 of the half: activation quants
+		// 16m.., sub-block 8h+m.
+		a.op("FLDPQ %d(%s), (F8, F9)", 32+32*h, rW)
+		a.op("FLDPQ 0(%s), (F10, F11)", rW)
+		for j := 0; j < 4; j++ {
+			for s := 0; s < 2; s++ {
+				m, src, hm := v(2*j+s), v(8+s), v(10+s)
+				if j == 0 {
+					a.i(vAND.of(m, src, vMask))
+				} else {
+					a.i(shiftImm("ushr", "16b", m, src, uint32(2*j)))
+					if j < 3 {
+						a.i(vAND.of(m, m, vMask))
+					}
+				}
+				bit := 4*h + j
+				t := v(12 + s)
+				switch {
+				case bit < 2:
+					a.i(shiftImm("shl", "16b", t, hm, uint32(2-bit)))
+				case bit > 2:
+					a.i(shiftImm("ushr", "16b", t, hm, uint32(bit-2)))
+				default:
+					t = hm
+				}
+				a.i(vBIT.of(m, t, vFour))
+				a.i(vSUBB.of(m, m, vFour))
+			}
+		}
+		for i := 0; i < c; i++ {
+			for m := uint32(0); m < 8; m++ {
+				if m%4 == 0 {
+					a.op("VLD1.P 64(%s), [V8.B16, V9.B16, V10.B16, V11.B16]", actRegs[i])
+				}
+				q8 := v(8 + m%4)
+				r, l := scale(uint32(8*h) + m)
+				first := h == 0 && m == 0
+				t := v(12 + m%2)
+				if dot {
+					a.i(movi0(t))
+					a.i(vSDOT.of(t, v(m), q8))
+					if first {
+						a.i(elem("mul", acc(i), t, r, l))
+					} else {
+						a.i(elem("mla", acc(i), t, r, l))
+					}
+				} else {
+					a.i(vSMULL.of(t, v(m), q8))
+					a.i(vSMLAL2.of(t, v(m), q8))
+					if first {
+						a.i(elem("smull", acc(i), t, r, l))
+					} else {
+						a.i(elem("smlal", acc(i), t, r, l))
+					}
+					a.i(elem("smlal2", acc(i), t, r, l))
+				}
+			}
+			if h == 1 {
+				a.op("ADD $32, %s", actRegs[i]) // past the bsums
+			}
+		}
+	}
+	var accs []v
+	for i := 0; i < c; i++ {
+		accs = append(accs, acc(i))
+	}
+	reduceLanes(a, 12, 13, accs)
+	a.i(vSCVTFS.of(12, 12))
+	a.i(elem("fmul", 13, vDy, vXd, 0)) // f16(x.d)*dy
+	a.i(vFMULS.of(12, 13, 12))         // *float32(sumi)
+	a.i(vFADDS.of(vSum, vSum, 12))
+	a.op("ADD $110, %s", rW)
+	a.op("SUBS $1, %s", rN)
+	a.op("BNE %s_block", name)
+	counts[fmt.Sprintf("Q3_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
+	kEpilogue(a, c)
+}
+
+// k35DeclFile writes k35_decl_arm64.go: the kernels' declarations and
+// their table.
+func k35DeclFile() string {
+	var b strings.Builder
+	b.WriteString("// Code generated by go run ./quant/_gen/arm64k; DO NOT EDIT.\n\n")
+	b.WriteString("//go:build arm64 && !noasm && gc\n\npackage quant\n")
+	for _, s := range sets {
+		for _, typ := range []string{"Q3K", "Q5K"} {
+			for c := 1; c <= maxActs; c++ {
+				fmt.Fprintf(&b, "\n//go:noescape\nfunc gemm%s%sC%d(w *byte, a *byte, arb int, nb int, y *float32, ys int)\n", typ, s.suffix, c)
+			}
+		}
+	}
+	b.WriteString("\n// k35Kernels[s][t][c-1] is the kernel of set s (0 Asimd, 1 Dot) for\n")
+	b.WriteString("// type t (0 Q3_K, 1 Q5_K) and c activation rows.\n")
+	b.WriteString("var k35Kernels = [2][2][" + fmt.Sprint(maxActs) + "]func(w *byte, a *byte, arb int, nb int, y *float32, ys int){\n")
+	for _, s := range sets {
+		b.WriteString("\t{\n")
+		for _, typ := range []string{"Q3K", "Q5K"} {
+			b.WriteString("\t\t{")
+			for c := 1; c <= maxActs; c++ {
+				if c > 1 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "gemm%s%sC%d", typ, s.suffix, c)
+			}
+			b.WriteString("},\n")
+		}
+		b.WriteString("\t},\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
