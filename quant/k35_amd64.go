@@ -2,51 +2,60 @@
 
 package quant
 
-// The AVX2 Q3_K and Q5_K kernels (k35_amd64.s) go into every amd64 set,
-// as dot products and as gemmK: the set's gemmK keeps Q4_K and Q6_K and
-// hands these two types to gemmK35AVX2.
+// The Q3_K and Q5_K kernels go into every amd64 set, as dot products and
+// as gemmK (the set's gemmK keeps Q4_K and Q6_K and hands these two types to
+// gemmK35): the AVX2 ones (k35_amd64.s) in avx2 and avxvnni, the AVX-512
+// ones (k35z_amd64.s) in avx512.
 var _ = archHook(hookK35)
 
 func hookK35(s *kernelSet) {
+	var rows k35Rows
 	switch s.name {
-	case "avx2", "avxvnni", "avx512":
+	case "avx2", "avxvnni":
+		rows = k35AVX2
+	case "avx512":
+		rows = k35Z
 	default:
 		return
 	}
-	s.dotQ3_KQ8_K = dotQ3_KQ8_K_amd64
-	s.dotQ5_KQ8_K = dotQ5_KQ8_K_amd64
+	s.dotQ3_KQ8_K = func(w, a []byte) float32 { return dotK35(rows[0], q3_KBytes, w, a) }
+	s.dotQ5_KQ8_K = func(w, a []byte) float32 { return dotK35(rows[1], q5_KBytes, w, a) }
 	prev := s.gemmK
 	s.gemmK = func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
-		if t == Q3_K || t == Q5_K {
-			gemmK35AVX2(t, w, rb, lo, hi, a, arb, n, y, ys)
-			return
+		switch t {
+		case Q3_K:
+			gemmK35(rows[0], q3_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
+		case Q5_K:
+			gemmK35(rows[1], q5_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
+		default:
+			prev(t, w, rb, lo, hi, a, arb, n, y, ys)
 		}
-		prev(t, w, rb, lo, hi, a, arb, n, y, ys)
 	}
 	s.gemmKTypes |= 1<<Q3_K | 1<<Q5_K
 }
 
-// k35RowFunc is the signature of q3kRowAVX2 and q5kRowAVX2: one weight row
-// of nb > 0 super-blocks against c > 0 activation rows arb bytes apart,
-// output i at y[i*ys].
+// k35RowFunc is the signature of the row kernels: one weight row of nb > 0
+// super-blocks against c > 0 activation rows arb bytes apart, output i at
+// y[i*ys].
 type k35RowFunc = func(w, a *byte, arb, nb int, y *float32, ys, c int)
 
-// k35Kernel returns t's row kernel and block size.
-func k35Kernel(t Type) (k35RowFunc, int) {
-	if t == Q3_K {
-		return q3kRowAVX2, q3_KBytes
-	}
-	return q5kRowAVX2, q5_KBytes
-}
+// k35Rows holds a set's row kernels for Q3_K and Q5_K.
+type k35Rows = [2]k35RowFunc
 
-// dotQ3_KQ8_K_amd64 is dotQ3_KQ8_KGo, bit for bit, for any bytes.
-func dotQ3_KQ8_K_amd64(w, a []byte) float32 { return dotK35(Q3_K, w, a) }
+var (
+	k35AVX2 = k35Rows{q3kRowAVX2, q5kRowAVX2}
+	k35Z    = k35Rows{q3kRowZ, q5kRowZ}
+)
 
-// dotQ5_KQ8_K_amd64 is dotQ5_KQ8_KGo, bit for bit, for any bytes.
-func dotQ5_KQ8_K_amd64(w, a []byte) float32 { return dotK35(Q5_K, w, a) }
+// dotQ3_KQ8_K_amd64 is dotQ3_KQ8_KGo on the AVX2 kernel, bit for bit.
+func dotQ3_KQ8_K_amd64(w, a []byte) float32 { return dotK35(q3kRowAVX2, q3_KBytes, w, a) }
 
-func dotK35(t Type, w, a []byte) float32 {
-	f, bs := k35Kernel(t)
+// dotQ5_KQ8_K_amd64 is dotQ5_KQ8_KGo on the AVX2 kernel, bit for bit.
+func dotQ5_KQ8_K_amd64(w, a []byte) float32 { return dotK35(q5kRowAVX2, q5_KBytes, w, a) }
+
+// dotK35 is the dot of whole blocks of bs bytes of w with a on row kernel
+// f, for any bytes.
+func dotK35(f k35RowFunc, bs int, w, a []byte) float32 {
 	nb := len(w) / bs
 	if nb == 0 {
 		return 0
@@ -57,7 +66,7 @@ func dotK35(t Type, w, a []byte) float32 {
 	return y
 }
 
-// Tiling of gemmK35AVX2: k35TileRows weight rows are swept against each
+// Tiling of gemmK35: k35TileRows weight rows are swept against each
 // group of at most k35Acts activation rows, each row's super-blocks
 // unpacked once per group.
 var (
@@ -65,13 +74,13 @@ var (
 	k35Acts     = 16
 )
 
-// gemmK35AVX2 is gemmKGo for Q3_K and Q5_K weights on the row kernels:
-// every output is the per-row twin's bits whatever n or the split.
-func gemmK35AVX2(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+// gemmK35 is gemmKGo for Q3_K or Q5_K weights (blocks of bs bytes) on
+// row kernel f: every output is the per-row twin's bits whatever n or the
+// split.
+func gemmK35(f k35RowFunc, bs int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 	if lo >= hi || n <= 0 {
 		return
 	}
-	f, bs := k35Kernel(t)
 	nb := rb / bs
 	if nb == 0 {
 		for i := 0; i < n; i++ {
@@ -99,3 +108,9 @@ func q3kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
 
 //go:noescape
 func q5kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+
+//go:noescape
+func q3kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
+
+//go:noescape
+func q5kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)

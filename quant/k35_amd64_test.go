@@ -22,9 +22,36 @@ func TestK35AsmDots(t *testing.T) {
 			t.Errorf("set %s lacks the Q3_K/Q5_K kernels", s.name)
 		}
 	}
+	for _, v := range k35Variants() {
+		asm := map[Type]func(w, a []byte) float32{
+			Q3_K: func(w, a []byte) float32 { return dotK35(v.rows[0], q3_KBytes, w, a) },
+			Q5_K: func(w, a []byte) float32 { return dotK35(v.rows[1], q5_KBytes, w, a) },
+		}
+		testK35AsmDots(t, v.name, asm)
+	}
+}
+
+// k35Variants are the row kernels this CPU runs.
+func k35Variants() []struct {
+	name string
+	rows k35Rows
+} {
+	vs := []struct {
+		name string
+		rows k35Rows
+	}{{"avx2", k35AVX2}}
+	if haveVNNI {
+		vs = append(vs, struct {
+			name string
+			rows k35Rows
+		}{"avx512", k35Z})
+	}
+	return vs
+}
+
+func testK35AsmDots(t *testing.T, name string, asm map[Type]func(w, a []byte) float32) {
 	rng := rand.New(rand.NewPCG(41, 35))
 	counts := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 255, 256, 257}
-	asm := map[Type]func(w, a []byte) float32{Q3_K: dotQ3_KQ8_K_amd64, Q5_K: dotQ5_KQ8_K_amd64}
 	for _, typ := range k35Types {
 		for _, mode := range []string{"quantized", "random", "0xff", "0x80"} {
 			for _, nb := range counts {
@@ -40,14 +67,14 @@ func TestK35AsmDots(t *testing.T) {
 				w, a = misaligned(w, off), misaligned(a, 7-off)
 				got, want := asm[typ](w, a), k35Twins[typ](w, a)
 				if math.Float32bits(got) != math.Float32bits(want) {
-					t.Fatalf("%v %s %d blocks offset %d: asm %v, twin %v", typ, mode, nb, off, got, want)
+					t.Fatalf("%s %v %s %d blocks offset %d: asm %v, twin %v", name, typ, mode, nb, off, got, want)
 				}
 			}
 		}
 	}
 }
 
-// TestK35GemmK holds gemmK35AVX2 bit for bit to the per-row twin for batches
+// TestK35GemmK holds gemmK35, on each variant's row kernels, bit for bit to the per-row twin for batches
 // of 1..33 activation rows, odd row counts and ranges, rows with padding
 // past their blocks, and tilings smaller than the batch.
 func TestK35GemmK(t *testing.T) {
@@ -91,20 +118,21 @@ func TestK35GemmK(t *testing.T) {
 						lo, hi = 1, shape.rows-1
 					}
 					y := make([]float32, n*ys)
-					for i := range y {
-						y[i] = -7 // outside [lo, hi) must stay
-					}
-					gemmK35AVX2(typ, w, rb, lo, hi, a, arb, n, y, ys)
-					for i := 0; i < n; i++ {
-						for r := 0; r < ys; r++ {
-							g := y[i*ys+r]
-							x := want[i*ys+r]
-							if r < lo || r >= hi {
-								x = -7
-							}
-							if math.Float32bits(g) != math.Float32bits(x) {
-								t.Fatalf("%v rows %d nb %d n %d tiling %v: y[%d][%d] = %v, want %v",
-									typ, shape.rows, shape.nb, n, tiling, i, r, g, x)
+					for _, v := range k35Variants() {
+						for i := range y {
+							y[i] = -7 // outside [lo, hi) must stay
+						}
+						gemmK35(v.rows[k35Ti(typ)], bs, w, rb, lo, hi, a, arb, n, y, ys)
+						for i := 0; i < n; i++ {
+							for r := 0; r < ys; r++ {
+								g, x := y[i*ys+r], want[i*ys+r]
+								if r < lo || r >= hi {
+									x = -7
+								}
+								if math.Float32bits(g) != math.Float32bits(x) {
+									t.Fatalf("%s %v rows %d nb %d n %d tiling %v: y[%d][%d] = %v, want %v",
+										v.name, typ, shape.rows, shape.nb, n, tiling, i, r, g, x)
+								}
 							}
 						}
 					}
@@ -114,12 +142,20 @@ func TestK35GemmK(t *testing.T) {
 	}
 }
 
+// k35Ti is t's index in k35Rows.
+func k35Ti(t Type) int {
+	if t == Q3_K {
+		return 0
+	}
+	return 1
+}
+
 // TestK35GemmKShortRows checks rows shorter than a super-block: outputs
 // are cleared (the twin's empty sum), nothing is read.
 func TestK35GemmKShortRows(t *testing.T) {
 	for _, typ := range k35Types {
 		y := []float32{1, 2, 3, 4}
-		gemmK35AVX2(typ, make([]byte, 10), 5, 0, 2, nil, 0, 2, y, 2)
+		gemmK35(k35AVX2[k35Ti(typ)], typ.BlockBytes(), make([]byte, 10), 5, 0, 2, nil, 0, 2, y, 2)
 		if fmt.Sprint(y) != "[0 0 0 0]" {
 			t.Errorf("%v: %v", typ, y)
 		}

@@ -1,0 +1,466 @@
+//go:build amd64 && !noasm && gc
+
+#include "textflag.h"
+
+// AVX-512 (BW, VNNI) Q3_K and Q5_K kernels for the avx512 set: the
+// contract and the arithmetic of k35_amd64.s (one weight row, c activation
+// rows, each output the Go twin's bits), on 64-value ZMM chunks: a
+// super-block's levels are 4 ZMM and its scale vectors 4 more, kept in
+// registers, and VPDPWSSD adds each chunk's scaled pair sums.
+
+// k5zshift<> shifts the words of the lower 256 bits by 0, the upper by 4:
+// a group's low nibbles, then its high ones.
+DATA k5zshift<>+0x00(SB)/8, $0x0000000000000000
+DATA k5zshift<>+0x08(SB)/8, $0x0000000000000000
+DATA k5zshift<>+0x10(SB)/8, $0x0000000000000000
+DATA k5zshift<>+0x18(SB)/8, $0x0000000000000000
+DATA k5zshift<>+0x20(SB)/8, $0x0004000400040004
+DATA k5zshift<>+0x28(SB)/8, $0x0004000400040004
+DATA k5zshift<>+0x30(SB)/8, $0x0004000400040004
+DATA k5zshift<>+0x38(SB)/8, $0x0004000400040004
+GLOBL k5zshift<>(SB), RODATA|NOPTR, $64
+
+// k5ztest<>+64g tests qh bit 2g in the lower 256 bits, 2g+1 in the upper.
+DATA k5ztest<>+0x00(SB)/8, $0x0101010101010101
+DATA k5ztest<>+0x08(SB)/8, $0x0101010101010101
+DATA k5ztest<>+0x10(SB)/8, $0x0101010101010101
+DATA k5ztest<>+0x18(SB)/8, $0x0101010101010101
+DATA k5ztest<>+0x20(SB)/8, $0x0202020202020202
+DATA k5ztest<>+0x28(SB)/8, $0x0202020202020202
+DATA k5ztest<>+0x30(SB)/8, $0x0202020202020202
+DATA k5ztest<>+0x38(SB)/8, $0x0202020202020202
+DATA k5ztest<>+0x40(SB)/8, $0x0404040404040404
+DATA k5ztest<>+0x48(SB)/8, $0x0404040404040404
+DATA k5ztest<>+0x50(SB)/8, $0x0404040404040404
+DATA k5ztest<>+0x58(SB)/8, $0x0404040404040404
+DATA k5ztest<>+0x60(SB)/8, $0x0808080808080808
+DATA k5ztest<>+0x68(SB)/8, $0x0808080808080808
+DATA k5ztest<>+0x70(SB)/8, $0x0808080808080808
+DATA k5ztest<>+0x78(SB)/8, $0x0808080808080808
+DATA k5ztest<>+0x80(SB)/8, $0x1010101010101010
+DATA k5ztest<>+0x88(SB)/8, $0x1010101010101010
+DATA k5ztest<>+0x90(SB)/8, $0x1010101010101010
+DATA k5ztest<>+0x98(SB)/8, $0x1010101010101010
+DATA k5ztest<>+0xa0(SB)/8, $0x2020202020202020
+DATA k5ztest<>+0xa8(SB)/8, $0x2020202020202020
+DATA k5ztest<>+0xb0(SB)/8, $0x2020202020202020
+DATA k5ztest<>+0xb8(SB)/8, $0x2020202020202020
+DATA k5ztest<>+0xc0(SB)/8, $0x4040404040404040
+DATA k5ztest<>+0xc8(SB)/8, $0x4040404040404040
+DATA k5ztest<>+0xd0(SB)/8, $0x4040404040404040
+DATA k5ztest<>+0xd8(SB)/8, $0x4040404040404040
+DATA k5ztest<>+0xe0(SB)/8, $0x8080808080808080
+DATA k5ztest<>+0xe8(SB)/8, $0x8080808080808080
+DATA k5ztest<>+0xf0(SB)/8, $0x8080808080808080
+DATA k5ztest<>+0xf8(SB)/8, $0x8080808080808080
+GLOBL k5ztest<>(SB), RODATA|NOPTR, $256
+
+// k5zsc<>+64g broadcasts scale word 2g to the lower 256 bits and 2g+1 to
+// the upper, from the 8 scale words in every 128-bit lane.
+DATA k5zsc<>+0x00(SB)/8, $0x0100010001000100
+DATA k5zsc<>+0x08(SB)/8, $0x0100010001000100
+DATA k5zsc<>+0x10(SB)/8, $0x0100010001000100
+DATA k5zsc<>+0x18(SB)/8, $0x0100010001000100
+DATA k5zsc<>+0x20(SB)/8, $0x0302030203020302
+DATA k5zsc<>+0x28(SB)/8, $0x0302030203020302
+DATA k5zsc<>+0x30(SB)/8, $0x0302030203020302
+DATA k5zsc<>+0x38(SB)/8, $0x0302030203020302
+DATA k5zsc<>+0x40(SB)/8, $0x0504050405040504
+DATA k5zsc<>+0x48(SB)/8, $0x0504050405040504
+DATA k5zsc<>+0x50(SB)/8, $0x0504050405040504
+DATA k5zsc<>+0x58(SB)/8, $0x0504050405040504
+DATA k5zsc<>+0x60(SB)/8, $0x0706070607060706
+DATA k5zsc<>+0x68(SB)/8, $0x0706070607060706
+DATA k5zsc<>+0x70(SB)/8, $0x0706070607060706
+DATA k5zsc<>+0x78(SB)/8, $0x0706070607060706
+DATA k5zsc<>+0x80(SB)/8, $0x0908090809080908
+DATA k5zsc<>+0x88(SB)/8, $0x0908090809080908
+DATA k5zsc<>+0x90(SB)/8, $0x0908090809080908
+DATA k5zsc<>+0x98(SB)/8, $0x0908090809080908
+DATA k5zsc<>+0xa0(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k5zsc<>+0xa8(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k5zsc<>+0xb0(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k5zsc<>+0xb8(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k5zsc<>+0xc0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k5zsc<>+0xc8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k5zsc<>+0xd0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k5zsc<>+0xd8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k5zsc<>+0xe0(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k5zsc<>+0xe8(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k5zsc<>+0xf0(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k5zsc<>+0xf8(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k5zsc<>(SB), RODATA|NOPTR, $256
+
+// k3zshift<>+64p shifts the words of the lower 256 bits by 4p, the upper
+// by 4p+2: the bit pairs of chunks 4h+2p and 4h+2p+1.
+DATA k3zshift<>+0x00(SB)/8, $0x0000000000000000
+DATA k3zshift<>+0x08(SB)/8, $0x0000000000000000
+DATA k3zshift<>+0x10(SB)/8, $0x0000000000000000
+DATA k3zshift<>+0x18(SB)/8, $0x0000000000000000
+DATA k3zshift<>+0x20(SB)/8, $0x0002000200020002
+DATA k3zshift<>+0x28(SB)/8, $0x0002000200020002
+DATA k3zshift<>+0x30(SB)/8, $0x0002000200020002
+DATA k3zshift<>+0x38(SB)/8, $0x0002000200020002
+DATA k3zshift<>+0x40(SB)/8, $0x0004000400040004
+DATA k3zshift<>+0x48(SB)/8, $0x0004000400040004
+DATA k3zshift<>+0x50(SB)/8, $0x0004000400040004
+DATA k3zshift<>+0x58(SB)/8, $0x0004000400040004
+DATA k3zshift<>+0x60(SB)/8, $0x0006000600060006
+DATA k3zshift<>+0x68(SB)/8, $0x0006000600060006
+DATA k3zshift<>+0x70(SB)/8, $0x0006000600060006
+DATA k3zshift<>+0x78(SB)/8, $0x0006000600060006
+GLOBL k3zshift<>(SB), RODATA|NOPTR, $128
+
+// k3ztest<>+64k tests hmask bit 2k in the lower 256 bits, 2k+1 in the upper.
+DATA k3ztest<>+0x00(SB)/8, $0x0101010101010101
+DATA k3ztest<>+0x08(SB)/8, $0x0101010101010101
+DATA k3ztest<>+0x10(SB)/8, $0x0101010101010101
+DATA k3ztest<>+0x18(SB)/8, $0x0101010101010101
+DATA k3ztest<>+0x20(SB)/8, $0x0202020202020202
+DATA k3ztest<>+0x28(SB)/8, $0x0202020202020202
+DATA k3ztest<>+0x30(SB)/8, $0x0202020202020202
+DATA k3ztest<>+0x38(SB)/8, $0x0202020202020202
+DATA k3ztest<>+0x40(SB)/8, $0x0404040404040404
+DATA k3ztest<>+0x48(SB)/8, $0x0404040404040404
+DATA k3ztest<>+0x50(SB)/8, $0x0404040404040404
+DATA k3ztest<>+0x58(SB)/8, $0x0404040404040404
+DATA k3ztest<>+0x60(SB)/8, $0x0808080808080808
+DATA k3ztest<>+0x68(SB)/8, $0x0808080808080808
+DATA k3ztest<>+0x70(SB)/8, $0x0808080808080808
+DATA k3ztest<>+0x78(SB)/8, $0x0808080808080808
+DATA k3ztest<>+0x80(SB)/8, $0x1010101010101010
+DATA k3ztest<>+0x88(SB)/8, $0x1010101010101010
+DATA k3ztest<>+0x90(SB)/8, $0x1010101010101010
+DATA k3ztest<>+0x98(SB)/8, $0x1010101010101010
+DATA k3ztest<>+0xa0(SB)/8, $0x2020202020202020
+DATA k3ztest<>+0xa8(SB)/8, $0x2020202020202020
+DATA k3ztest<>+0xb0(SB)/8, $0x2020202020202020
+DATA k3ztest<>+0xb8(SB)/8, $0x2020202020202020
+DATA k3ztest<>+0xc0(SB)/8, $0x4040404040404040
+DATA k3ztest<>+0xc8(SB)/8, $0x4040404040404040
+DATA k3ztest<>+0xd0(SB)/8, $0x4040404040404040
+DATA k3ztest<>+0xd8(SB)/8, $0x4040404040404040
+DATA k3ztest<>+0xe0(SB)/8, $0x8080808080808080
+DATA k3ztest<>+0xe8(SB)/8, $0x8080808080808080
+DATA k3ztest<>+0xf0(SB)/8, $0x8080808080808080
+DATA k3ztest<>+0xf8(SB)/8, $0x8080808080808080
+GLOBL k3ztest<>(SB), RODATA|NOPTR, $256
+
+// k3zperm<>+64k puts scale word 4k+l in all of 128-bit lane l.
+DATA k3zperm<>+0x00(SB)/8, $0x0000000000000000
+DATA k3zperm<>+0x08(SB)/8, $0x0000000000000000
+DATA k3zperm<>+0x10(SB)/8, $0x0001000100010001
+DATA k3zperm<>+0x18(SB)/8, $0x0001000100010001
+DATA k3zperm<>+0x20(SB)/8, $0x0002000200020002
+DATA k3zperm<>+0x28(SB)/8, $0x0002000200020002
+DATA k3zperm<>+0x30(SB)/8, $0x0003000300030003
+DATA k3zperm<>+0x38(SB)/8, $0x0003000300030003
+DATA k3zperm<>+0x40(SB)/8, $0x0004000400040004
+DATA k3zperm<>+0x48(SB)/8, $0x0004000400040004
+DATA k3zperm<>+0x50(SB)/8, $0x0005000500050005
+DATA k3zperm<>+0x58(SB)/8, $0x0005000500050005
+DATA k3zperm<>+0x60(SB)/8, $0x0006000600060006
+DATA k3zperm<>+0x68(SB)/8, $0x0006000600060006
+DATA k3zperm<>+0x70(SB)/8, $0x0007000700070007
+DATA k3zperm<>+0x78(SB)/8, $0x0007000700070007
+DATA k3zperm<>+0x80(SB)/8, $0x0008000800080008
+DATA k3zperm<>+0x88(SB)/8, $0x0008000800080008
+DATA k3zperm<>+0x90(SB)/8, $0x0009000900090009
+DATA k3zperm<>+0x98(SB)/8, $0x0009000900090009
+DATA k3zperm<>+0xa0(SB)/8, $0x000a000a000a000a
+DATA k3zperm<>+0xa8(SB)/8, $0x000a000a000a000a
+DATA k3zperm<>+0xb0(SB)/8, $0x000b000b000b000b
+DATA k3zperm<>+0xb8(SB)/8, $0x000b000b000b000b
+DATA k3zperm<>+0xc0(SB)/8, $0x000c000c000c000c
+DATA k3zperm<>+0xc8(SB)/8, $0x000c000c000c000c
+DATA k3zperm<>+0xd0(SB)/8, $0x000d000d000d000d
+DATA k3zperm<>+0xd8(SB)/8, $0x000d000d000d000d
+DATA k3zperm<>+0xe0(SB)/8, $0x000e000e000e000e
+DATA k3zperm<>+0xe8(SB)/8, $0x000e000e000e000e
+DATA k3zperm<>+0xf0(SB)/8, $0x000f000f000f000f
+DATA k3zperm<>+0xf8(SB)/8, $0x000f000f000f000f
+GLOBL k3zperm<>(SB), RODATA|NOPTR, $256
+
+// ZMM_CONST broadcasts the 32-bit value v to all lanes of z through AX.
+#define ZMM_CONST(v, x, z) \
+	MOVL         $v, AX; \
+	VMOVD        AX, x; \
+	VPBROADCASTD x, z
+
+// ZACT sums one activation row (at R12) against levels Z0..Z3 and scale
+// vectors Z4..Z7 into the int32 lanes of Y14 (a VEX register, for
+// VPHADDD).
+#define ZACT \
+	VPMADDUBSW    4(R12), Z0, Z14; \
+	VPMADDWD      Z4, Z14, Z14; \
+	VPMADDUBSW    68(R12), Z1, Z15; \
+	VPDPWSSD      Z5, Z15, Z14; \
+	VPMADDUBSW    132(R12), Z2, Z16; \
+	VPMADDUBSW    196(R12), Z3, Z17; \
+	VPDPWSSD      Z6, Z16, Z14; \
+	VPDPWSSD      Z7, Z17, Z14; \
+	VEXTRACTI64X4 $1, Z14, Y15; \
+	VPADDD        Y15, Y14, Y14
+
+// func q5kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
+TEXT ·q5kRowZ(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), DX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+
+	MOVQ DX, R13
+	MOVQ R10, R11
+	XORL AX, AX
+q5zclear:
+	MOVL AX, (R13)
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  q5zclear
+
+	ZMM_CONST(0x0f0f0f0f, X24, Z24)
+	ZMM_CONST(0x10101010, X25, Z25)
+	VMOVDQU64 k5zshift<>(SB), Z26
+	VMOVDQU64 k5ztest<>+0(SB), Z27
+	VMOVDQU64 k5ztest<>+64(SB), Z28
+	VMOVDQU64 k5ztest<>+128(SB), Z29
+	VMOVDQU64 k5ztest<>+192(SB), Z30
+
+q5zblock:
+	// Levels: Z_g holds group g's low nibbles (sub-block 2g) in its
+	// lower 256 bits, its high nibbles (2g+1) in the upper, each byte
+	// with its qh bit added at bit 4.
+	VBROADCASTI64X4 16(SI), Z13
+	VBROADCASTI64X4 48(SI), Z0
+	VBROADCASTI64X4 80(SI), Z1
+	VBROADCASTI64X4 112(SI), Z2
+	VBROADCASTI64X4 144(SI), Z3
+	VPSRLVW  Z26, Z0, Z0
+	VPSRLVW  Z26, Z1, Z1
+	VPSRLVW  Z26, Z2, Z2
+	VPSRLVW  Z26, Z3, Z3
+	VPANDD   Z24, Z0, Z0
+	VPANDD   Z24, Z1, Z1
+	VPANDD   Z24, Z2, Z2
+	VPANDD   Z24, Z3, Z3
+	VPTESTMB Z27, Z13, K1
+	VPTESTMB Z28, Z13, K2
+	VPTESTMB Z29, Z13, K3
+	VPTESTMB Z30, Z13, K4
+	VPADDB   Z25, Z0, K1, Z0
+	VPADDB   Z25, Z1, K2, Z1
+	VPADDB   Z25, Z2, K3, Z2
+	VPADDB   Z25, Z3, K4, Z3
+
+	// Scales and mins as in q5kRowAVX2.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), R14
+	MOVL R14, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL AX, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	ANDL $0x3f3f3f3f, AX
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	MOVL BX, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R14
+	ANDL $0x3f3f3f3f, BX
+	VMOVD      AX, X8
+	VPINSRD    $1, R11, X8, X8
+	VPINSRD    $2, BX, X8, X8
+	VPINSRD    $3, R14, X8, X8
+	VPMOVZXBW  X8, Y8 // words 0..7 scales, 8..15 mins
+	VSHUFI32X4 $0, Z8, Z8, Z9
+	VPSHUFB    k5zsc<>+0(SB), Z9, Z4
+	VPSHUFB    k5zsc<>+64(SB), Z9, Z5
+	VPSHUFB    k5zsc<>+128(SB), Z9, Z6
+	VPSHUFB    k5zsc<>+192(SB), Z9, Z7
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD   X9, X9, X10
+	VPUNPCKHWD   X9, X9, X11
+	VINSERTI128  $1, X11, Y10, Y8 // min k/2 against bsum k
+
+	VMOVD     0(SI), X12
+	VCVTPH2PS X12, X12 // d, dmin
+
+	MOVQ DI, R12
+	MOVQ DX, R13
+	MOVQ R10, R11
+q5zact:
+	ZACT
+	VPMADDWD     260(R12), Y8, Y11
+	VEXTRACTI128 $1, Y14, X10
+	VPADDD       X10, X14, X14
+	VEXTRACTI128 $1, Y11, X10
+	VPADDD       X10, X11, X11
+	VPHADDD      X11, X14, X14
+	VPHADDD      X14, X14, X14 // Σ scale·q5·q8, Σ min·bsum, ...
+	VCVTDQ2PS    X14, X14
+	VBROADCASTSS 0(R12), X10
+	VMULPS       X12, X10, X10 // d·dy, dmin·dy
+	VMULPS       X10, X14, X14
+	VMOVSS       (R13), X10
+	VADDSS       X14, X10, X10
+	VMOVSHDUP    X14, X9
+	VSUBSS       X9, X10, X10
+	VMOVSS       X10, (R13)
+	ADDQ         R8, R12
+	ADDQ         R9, R13
+	DECQ         R11
+	JNZ          q5zact
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q5zblock
+	VZEROUPPER
+	RET
+
+// func q3kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
+TEXT ·q3kRowZ(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), DX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+
+	MOVQ DX, R13
+	MOVQ R10, R11
+	XORL AX, AX
+q3zclear:
+	MOVL AX, (R13)
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  q3zclear
+
+	ZMM_CONST(0x03030303, X24, Z24)
+	ZMM_CONST(0x04040404, X25, Z25)
+	VMOVDQU64 k3zshift<>+0(SB), Z26
+	VMOVDQU64 k3zshift<>+64(SB), Z31
+	VMOVDQU64 k3ztest<>+0(SB), Z27
+	VMOVDQU64 k3ztest<>+64(SB), Z28
+	VMOVDQU64 k3ztest<>+128(SB), Z29
+	VMOVDQU64 k3ztest<>+192(SB), Z30
+	VMOVDQU64 k3zperm<>+0(SB), Z20
+	VMOVDQU64 k3zperm<>+64(SB), Z21
+	VMOVDQU64 k3zperm<>+128(SB), Z22
+	VMOVDQU64 k3zperm<>+192(SB), Z23
+
+q3zblock:
+	// Levels u = q3+4: Z_k holds chunks 2k (lower 256 bits) and 2k+1
+	// (upper), the bit pairs of qs half k/2 with the hmask bits 2k, 2k+1
+	// added at bit 2.
+	VBROADCASTI64X4 0(SI), Z13
+	VBROADCASTI64X4 32(SI), Z0
+	VBROADCASTI64X4 64(SI), Z2
+	VPSRLVW  Z31, Z0, Z1
+	VPSRLVW  Z26, Z0, Z0
+	VPSRLVW  Z31, Z2, Z3
+	VPSRLVW  Z26, Z2, Z2
+	VPANDD   Z24, Z0, Z0
+	VPANDD   Z24, Z1, Z1
+	VPANDD   Z24, Z2, Z2
+	VPANDD   Z24, Z3, Z3
+	VPTESTMB Z27, Z13, K1
+	VPTESTMB Z28, Z13, K2
+	VPTESTMB Z29, Z13, K3
+	VPTESTMB Z30, Z13, K4
+	VPADDB   Z25, Z0, K1, Z0
+	VPADDB   Z25, Z1, K2, Z1
+	VPADDB   Z25, Z2, K3, Z2
+	VPADDB   Z25, Z3, K4, Z3
+
+	// The 16 scales less 32 as in q3kRowAVX2, as words in Y8; Z_k's
+	// scale vector has scale 4k+l in 128-bit lane l.
+	MOVL    96(SI), AX
+	MOVL    100(SI), BX
+	MOVL    104(SI), R14
+	MOVL    R14, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    AX, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VMOVD   R11, X8
+	MOVL    R14, R12
+	SHRL    $2, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    BX, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $1, R11, X8, X8
+	MOVL    R14, R12
+	SHRL    $4, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    AX, R11
+	SHRL    $4, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $2, R11, X8, X8
+	MOVL    R14, R12
+	SHRL    $6, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    BX, R11
+	SHRL    $4, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $3, R11, X8, X8
+	MOVL    $0x20202020, R11
+	VMOVD   R11, X9
+	VPBROADCASTD X9, X9
+	VPSUBB  X9, X8, X8
+	VPMOVSXBW X8, Y8
+	VPERMW  Z8, Z20, Z4
+	VPERMW  Z8, Z21, Z5
+	VPERMW  Z8, Z22, Z6
+	VPERMW  Z8, Z23, Z7
+
+	MOVWLZX   108(SI), R11
+	VMOVD     R11, X12
+	VCVTPH2PS X12, X12 // d
+
+	MOVQ DI, R12
+	MOVQ DX, R13
+	MOVQ R10, R11
+q3zact:
+	ZACT
+	VPMADDWD     260(R12), Y8, Y11
+	VPSLLD       $2, Y11, Y11
+	VPSUBD       Y11, Y14, Y14
+	VEXTRACTI128 $1, Y14, X10
+	VPADDD       X10, X14, X14
+	VPHADDD      X14, X14, X14
+	VPHADDD      X14, X14, X14
+	VCVTDQ2PS    X14, X14
+	VMULSS       0(R12), X12, X10 // d·dy
+	VMULSS       X10, X14, X14
+	VADDSS       (R13), X14, X14
+	VMOVSS       X14, (R13)
+	ADDQ         R8, R12
+	ADDQ         R9, R13
+	DECQ         R11
+	JNZ          q3zact
+
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q3zblock
+	VZEROUPPER
+	RET
