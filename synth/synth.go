@@ -75,7 +75,7 @@ type Options struct {
 }
 
 // types are the matrix types Write can produce, largest first.
-var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0}
+var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q4_K, quant.Q4_0, quant.Q3_K}
 
 // Types returns the matrix types Write can produce, largest first.
 func Types() []quant.Type { return append([]quant.Type(nil), types...) }
@@ -96,6 +96,10 @@ func fileType(t quant.Type) uint32 {
 		return 14 // MOSTLY_Q4_K_S: the Q4_K file type with the fewest exceptions
 	case quant.Q6_K:
 		return 18 // MOSTLY_Q6_K
+	case quant.Q3_K:
+		return 11 // MOSTLY_Q3_K_S, as Q4_K
+	case quant.Q5_K:
+		return 16 // MOSTLY_Q5_K_S, as Q4_K
 	case quant.BF16:
 		return 32 // MOSTLY_BF16
 	}

@@ -279,7 +279,7 @@ func TestWriteTinyShapes(t *testing.T) {
 
 func TestWriteKQuants(t *testing.T) {
 	vocab := openVocab(t)
-	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q3_K, quant.Q5_K} {
 		path := filepath.Join(t.TempDir(), "m.gguf")
 		if err := WriteFile(path, Options{Shape: tiny256, Type: typ, Vocab: vocab, Seed: 1}); err != nil {
 			t.Fatal(err)
