@@ -2,6 +2,8 @@
 
 package quant
 
+import "sync"
+
 // The Q3_K and Q5_K kernels go into every amd64 set, as dot products and
 // as gemmK (the set's gemmK keeps Q4_K and Q6_K and hands these two types to
 // gemmK35): the AVX2 ones (k35_amd64.s) in avx2 and avxvnni, the AVX-512
@@ -18,15 +20,15 @@ func hookK35(s *kernelSet) {
 	default:
 		return
 	}
-	s.dotQ3_KQ8_K = func(w, a []byte) float32 { return dotK35(rows[0], q3_KBytes, w, a) }
-	s.dotQ5_KQ8_K = func(w, a []byte) float32 { return dotK35(rows[1], q5_KBytes, w, a) }
+	s.dotQ3_KQ8_K = func(w, a []byte) float32 { return dotK35(rows.row[0], q3_KBytes, w, a) }
+	s.dotQ5_KQ8_K = func(w, a []byte) float32 { return dotK35(rows.row[1], q5_KBytes, w, a) }
 	prev := s.gemmK
 	s.gemmK = func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 		switch t {
 		case Q3_K:
-			gemmK35(rows[0], q3_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
+			gemmK35(rows.row[0], rows.row4[0], q3_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		case Q5_K:
-			gemmK35(rows[1], q5_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
+			gemmK35(rows.row[1], rows.row4[1], q5_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		default:
 			prev(t, w, rb, lo, hi, a, arb, n, y, ys)
 		}
@@ -39,13 +41,25 @@ func hookK35(s *kernelSet) {
 // y[i*ys].
 type k35RowFunc = func(w, a *byte, arb, nb int, y *float32, ys, c int)
 
-// k35Rows holds a set's row kernels for Q3_K and Q5_K.
-type k35Rows = [2]k35RowFunc
+// k35Row4Func is the signature of the grouped row kernels: k35RowFunc for
+// c a multiple of 4 (at most k35Acts), with the rows' scales by super-block
+// in dy[b*c+i].
+type k35Row4Func = func(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
+
+// k35Rows holds a set's row kernels for Q3_K and Q5_K, and its grouped
+// ones where it has them.
+type k35Rows struct {
+	row  [2]k35RowFunc
+	row4 [2]k35Row4Func
+}
 
 var (
-	k35AVX2 = k35Rows{q3kRowAVX2, q5kRowAVX2}
-	k35Z    = k35Rows{q3kRowZ, q5kRowZ}
+	k35AVX2 = k35Rows{row: [2]k35RowFunc{q3kRowAVX2, q5kRowAVX2}}
+	k35Z    = k35Rows{row: [2]k35RowFunc{q3kRowZ, q5kRowZ}, row4: [2]k35Row4Func{q3kRowZ4, q5kRowZ4}}
 )
+
+// k35DyBufs holds gemmK35's tables of activation scales.
+var k35DyBufs = sync.Pool{New: func() any { return new([]float32) }}
 
 // dotQ3_KQ8_K_amd64 is dotQ3_KQ8_KGo on the AVX2 kernel, bit for bit.
 func dotQ3_KQ8_K_amd64(w, a []byte) float32 { return dotK35(q3kRowAVX2, q3_KBytes, w, a) }
@@ -75,9 +89,9 @@ var (
 )
 
 // gemmK35 is gemmKGo for Q3_K or Q5_K weights (blocks of bs bytes) on
-// row kernel f: every output is the per-row twin's bits whatever n or the
-// split.
-func gemmK35(f k35RowFunc, bs int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+// row kernel f and, for groups of 4 activation rows, f4 if not nil: every
+// output is the per-row twin's bits whatever n or the split.
+func gemmK35(f k35RowFunc, f4 k35Row4Func, bs int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 	if lo >= hi || n <= 0 {
 		return
 	}
@@ -92,12 +106,36 @@ func gemmK35(f k35RowFunc, bs int, w []byte, rb, lo, hi int, a []byte, arb, n in
 	_ = w[(hi-1)*rb+nb*bs-1]
 	_ = a[(n-1)*arb+nb*q8_KBytes-1]
 	_ = y[(n-1)*ys+hi-1]
-	for r0 := lo; r0 < hi; r0 += k35TileRows {
-		r1 := min(r0+k35TileRows, hi)
-		for c0 := 0; c0 < n; c0 += k35Acts {
-			c := min(k35Acts, n-c0)
+	var dy []float32
+	if f4 != nil && n >= 4 {
+		pb := k35DyBufs.Get().(*[]float32)
+		defer k35DyBufs.Put(pb)
+		if cap(*pb) < nb*n {
+			*pb = make([]float32, nb*n)
+		}
+		dy = (*pb)[:nb*n]
+	}
+	for c0 := 0; c0 < n; c0 += k35Acts {
+		c := min(k35Acts, n-c0)
+		c4 := 0
+		if dy != nil {
+			// The group's scales, super-block by super-block.
+			c4 = c &^ 3
+			for b := 0; b < nb; b++ {
+				for i := 0; i < c4; i++ {
+					dy[b*c4+i] = f32At(a[(c0+i)*arb+b*q8_KBytes:])
+				}
+			}
+		}
+		for r0 := lo; r0 < hi; r0 += k35TileRows {
+			r1 := min(r0+k35TileRows, hi)
 			for r := r0; r < r1; r++ {
-				f(&w[r*rb], &a[c0*arb], arb, nb, &y[c0*ys+r], ys, c)
+				if c4 > 0 {
+					f4(&w[r*rb], &a[c0*arb], arb, nb, &y[c0*ys+r], ys, c4, &dy[0])
+				}
+				if c > c4 {
+					f(&w[r*rb], &a[(c0+c4)*arb], arb, nb, &y[(c0+c4)*ys+r], ys, c-c4)
+				}
 			}
 		}
 	}
@@ -114,3 +152,9 @@ func q3kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
 
 //go:noescape
 func q5kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
+
+//go:noescape
+func q5kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
+
+//go:noescape
+func q3kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)

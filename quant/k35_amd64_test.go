@@ -24,8 +24,8 @@ func TestK35AsmDots(t *testing.T) {
 	}
 	for _, v := range k35Variants() {
 		asm := map[Type]func(w, a []byte) float32{
-			Q3_K: func(w, a []byte) float32 { return dotK35(v.rows[0], q3_KBytes, w, a) },
-			Q5_K: func(w, a []byte) float32 { return dotK35(v.rows[1], q5_KBytes, w, a) },
+			Q3_K: func(w, a []byte) float32 { return dotK35(v.rows.row[0], q3_KBytes, w, a) },
+			Q5_K: func(w, a []byte) float32 { return dotK35(v.rows.row[1], q5_KBytes, w, a) },
 		}
 		testK35AsmDots(t, v.name, asm)
 	}
@@ -122,7 +122,7 @@ func TestK35GemmK(t *testing.T) {
 						for i := range y {
 							y[i] = -7 // outside [lo, hi) must stay
 						}
-						gemmK35(v.rows[k35Ti(typ)], bs, w, rb, lo, hi, a, arb, n, y, ys)
+						gemmK35(v.rows.row[k35Ti(typ)], v.rows.row4[k35Ti(typ)], bs, w, rb, lo, hi, a, arb, n, y, ys)
 						for i := 0; i < n; i++ {
 							for r := 0; r < ys; r++ {
 								g, x := y[i*ys+r], want[i*ys+r]
@@ -155,7 +155,7 @@ func k35Ti(t Type) int {
 func TestK35GemmKShortRows(t *testing.T) {
 	for _, typ := range k35Types {
 		y := []float32{1, 2, 3, 4}
-		gemmK35(k35AVX2[k35Ti(typ)], typ.BlockBytes(), make([]byte, 10), 5, 0, 2, nil, 0, 2, y, 2)
+		gemmK35(k35AVX2.row[k35Ti(typ)], nil, typ.BlockBytes(), make([]byte, 10), 5, 0, 2, nil, 0, 2, y, 2)
 		if fmt.Sprint(y) != "[0 0 0 0]" {
 			t.Errorf("%v: %v", typ, y)
 		}

@@ -202,6 +202,32 @@ GLOBL k3zperm<>(SB), RODATA|NOPTR, $256
 	VEXTRACTI64X4 $1, Z14, Y15; \
 	VPADDD        Y15, Y14, Y14
 
+// ZACT4 sums one activation row of a group of four (quants at m0..m3,
+// bsums at mb) against levels Z16..Z19 and scale vectors Z20..Z23 into the
+// int32 lanes of Yacc (folded from Zacc), and its bsums against Y27 into
+// Ymin.
+#define ZACT4(m0, m1, m2, m3, mb, zacc, yacc, ymin) \
+	VPMADDUBSW    m0, Z16, Z8; \
+	VPMADDWD      Z20, Z8, zacc; \
+	VPMADDUBSW    m1, Z17, Z9; \
+	VPDPWSSD      Z21, Z9, zacc; \
+	VPMADDUBSW    m2, Z18, Z10; \
+	VPMADDUBSW    m3, Z19, Z11; \
+	VPDPWSSD      Z22, Z10, zacc; \
+	VPDPWSSD      Z23, Z11, zacc; \
+	VEXTRACTI64X4 $1, zacc, Y8; \
+	VPADDD        Y8, yacc, yacc; \
+	VPMADDWD      mb, Y27, ymin
+
+// HSUM4 leaves in X8 the sums of the int32 lanes of Y0..Y3, one each, in
+// that order (lane k of X8 for activation row k of a group), using Y9.
+#define HSUM4(y0, y1, y2, y3, x) \
+	VPHADDD      y1, y0, Y8; \
+	VPHADDD      y3, y2, Y9; \
+	VPHADDD      Y9, Y8, Y8; \
+	VEXTRACTI128 $1, Y8, X9; \
+	VPADDD       X9, X8, x
+
 // func q5kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
 TEXT ·q5kRowZ(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
@@ -462,5 +488,279 @@ q3zact:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q3zblock
+	VZEROUPPER
+	RET
+
+// func q5kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
+//
+// q5kRowZ for c = 4, 8, 12 or 16 activation rows, four at a time with
+// their float32 steps in the lanes of one register: dy holds the rows'
+// scales by super-block (dy[b*c+i]), the sums stay on the stack until the
+// last super-block.
+TEXT ·q5kRowZ4(SB), NOSPLIT, $64-64
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+	MOVQ dy+56(FP), R13
+
+	VPXORD    Z8, Z8, Z8
+	VMOVDQU64 Z8, 0(SP)
+	ZMM_CONST(0x0f0f0f0f, X24, Z24)
+	ZMM_CONST(0x10101010, X25, Z25)
+	VMOVDQU64 k5zshift<>(SB), Z26
+
+q5z4block:
+	VBROADCASTI64X4 16(SI), Z31
+	VBROADCASTI64X4 48(SI), Z16
+	VBROADCASTI64X4 80(SI), Z17
+	VBROADCASTI64X4 112(SI), Z18
+	VBROADCASTI64X4 144(SI), Z19
+	VPSRLVW  Z26, Z16, Z16
+	VPSRLVW  Z26, Z17, Z17
+	VPSRLVW  Z26, Z18, Z18
+	VPSRLVW  Z26, Z19, Z19
+	VPANDD   Z24, Z16, Z16
+	VPANDD   Z24, Z17, Z17
+	VPANDD   Z24, Z18, Z18
+	VPANDD   Z24, Z19, Z19
+	VPTESTMB k5ztest<>+0(SB), Z31, K1
+	VPTESTMB k5ztest<>+64(SB), Z31, K2
+	VPTESTMB k5ztest<>+128(SB), Z31, K3
+	VPTESTMB k5ztest<>+192(SB), Z31, K4
+	VPADDB   Z25, Z16, K1, Z16
+	VPADDB   Z25, Z17, K2, Z17
+	VPADDB   Z25, Z18, K3, Z18
+	VPADDB   Z25, Z19, K4, Z19
+
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), R14
+	MOVL R14, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL AX, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	ANDL $0x3f3f3f3f, AX
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	MOVL BX, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R14
+	ANDL $0x3f3f3f3f, BX
+	VMOVD      AX, X8
+	VPINSRD    $1, R11, X8, X8
+	VPINSRD    $2, BX, X8, X8
+	VPINSRD    $3, R14, X8, X8
+	VPMOVZXBW  X8, Y8
+	VSHUFI32X4 $0, Z8, Z8, Z9
+	VPSHUFB    k5zsc<>+0(SB), Z9, Z20
+	VPSHUFB    k5zsc<>+64(SB), Z9, Z21
+	VPSHUFB    k5zsc<>+128(SB), Z9, Z22
+	VPSHUFB    k5zsc<>+192(SB), Z9, Z23
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD   X9, X9, X10
+	VPUNPCKHWD   X9, X9, X11
+	VINSERTI128  $1, X11, Y10, Y10
+	VMOVDQU64    Y10, Y27
+
+	VMOVD        0(SI), X12
+	VCVTPH2PS    X12, X12
+	VBROADCASTSS X12, X13 // d
+	VMOVSHDUP    X12, X14
+	VBROADCASTSS X14, X14 // dmin
+
+	MOVQ DI, R12
+	LEAQ (R8)(R8*2), R14
+	XORL AX, AX
+	MOVQ R10, R11
+q5z4act:
+	ZACT4(4(R12), 68(R12), 132(R12), 196(R12), 260(R12), Z0, Y0, Y4)
+	ZACT4(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), 260(R12)(R8*1), Z1, Y1, Y5)
+	ZACT4(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), 260(R12)(R8*2), Z2, Y2, Y6)
+	ZACT4(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), 260(R12)(R14*1), Z3, Y3, Y7)
+	HSUM4(Y0, Y1, Y2, Y3, X10)
+	HSUM4(Y4, Y5, Y6, Y7, X11)
+	VCVTDQ2PS X10, X10
+	VCVTDQ2PS X11, X11
+	VMOVUPS   (R13), X9
+	VMULPS    X13, X9, X8 // d·dy
+	VMULPS    X14, X9, X9 // dmin·dy
+	VMULPS    X8, X10, X10
+	VMULPS    X9, X11, X11
+	VMOVUPS   (SP)(AX*1), X8
+	VADDPS    X10, X8, X8
+	VSUBPS    X11, X8, X8
+	VMOVUPS   X8, (SP)(AX*1)
+	LEAQ      (R12)(R8*4), R12
+	ADDQ      $16, R13
+	ADDQ      $16, AX
+	SUBQ      $4, R11
+	JNZ       q5z4act
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q5z4block
+
+	MOVQ y+32(FP), DX
+	XORL AX, AX
+q5z4store:
+	MOVL (SP)(AX*4), BX
+	MOVL BX, (DX)
+	ADDQ R9, DX
+	INCQ AX
+	CMPQ AX, R10
+	JB   q5z4store
+	VZEROUPPER
+	RET
+
+// func q3kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
+//
+// q3kRowZ for c = 4, 8, 12 or 16 activation rows, grouped as q5kRowZ4.
+TEXT ·q3kRowZ4(SB), NOSPLIT, $64-64
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+	MOVQ dy+56(FP), R13
+
+	VPXORD    Z8, Z8, Z8
+	VMOVDQU64 Z8, 0(SP)
+	ZMM_CONST(0x03030303, X24, Z24)
+	ZMM_CONST(0x04040404, X25, Z25)
+	VMOVDQU64 k3zperm<>+0(SB), Z26
+	VMOVDQU64 k3zperm<>+64(SB), Z28
+	VMOVDQU64 k3zperm<>+128(SB), Z29
+	VMOVDQU64 k3zperm<>+192(SB), Z30
+
+q3z4block:
+	VBROADCASTI64X4 0(SI), Z31
+	VBROADCASTI64X4 32(SI), Z16
+	VBROADCASTI64X4 64(SI), Z18
+	VPSRLVW  k3zshift<>+64(SB), Z16, Z17
+	VPSRLVW  k3zshift<>+0(SB), Z16, Z16
+	VPSRLVW  k3zshift<>+64(SB), Z18, Z19
+	VPSRLVW  k3zshift<>+0(SB), Z18, Z18
+	VPANDD   Z24, Z16, Z16
+	VPANDD   Z24, Z17, Z17
+	VPANDD   Z24, Z18, Z18
+	VPANDD   Z24, Z19, Z19
+	VPTESTMB k3ztest<>+0(SB), Z31, K1
+	VPTESTMB k3ztest<>+64(SB), Z31, K2
+	VPTESTMB k3ztest<>+128(SB), Z31, K3
+	VPTESTMB k3ztest<>+192(SB), Z31, K4
+	VPADDB   Z25, Z16, K1, Z16
+	VPADDB   Z25, Z17, K2, Z17
+	VPADDB   Z25, Z18, K3, Z18
+	VPADDB   Z25, Z19, K4, Z19
+
+	MOVL    96(SI), AX
+	MOVL    100(SI), BX
+	MOVL    104(SI), R14
+	MOVL    R14, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    AX, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VMOVD   R11, X8
+	MOVL    R14, R12
+	SHRL    $2, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    BX, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $1, R11, X8, X8
+	MOVL    R14, R12
+	SHRL    $4, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    AX, R11
+	SHRL    $4, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $2, R11, X8, X8
+	MOVL    R14, R12
+	SHRL    $6, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    BX, R11
+	SHRL    $4, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $3, R11, X8, X8
+	MOVL    $0x20202020, R11
+	VMOVD   R11, X9
+	VPBROADCASTD X9, X9
+	VPSUBB  X9, X8, X8
+	VPMOVSXBW X8, Y8
+	VPERMW    Z8, Z26, Z20
+	VPERMW    Z8, Z28, Z21
+	VPERMW    Z8, Z29, Z22
+	VPERMW    Z8, Z30, Z23
+	VMOVDQU64 Y8, Y27
+
+	MOVWLZX      108(SI), R11
+	VMOVD        R11, X12
+	VCVTPH2PS    X12, X12
+	VBROADCASTSS X12, X13 // d
+
+	MOVQ DI, R12
+	LEAQ (R8)(R8*2), R14
+	XORL AX, AX
+	MOVQ R10, R11
+q3z4act:
+	ZACT4(4(R12), 68(R12), 132(R12), 196(R12), 260(R12), Z0, Y0, Y4)
+	ZACT4(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), 260(R12)(R8*1), Z1, Y1, Y5)
+	ZACT4(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), 260(R12)(R8*2), Z2, Y2, Y6)
+	ZACT4(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), 260(R12)(R14*1), Z3, Y3, Y7)
+	// Σ q3·q8 = Σ u·q8 - 4·Σ scale·bsum.
+	VPSLLD    $2, Y4, Y4
+	VPSLLD    $2, Y5, Y5
+	VPSLLD    $2, Y6, Y6
+	VPSLLD    $2, Y7, Y7
+	VPSUBD    Y4, Y0, Y0
+	VPSUBD    Y5, Y1, Y1
+	VPSUBD    Y6, Y2, Y2
+	VPSUBD    Y7, Y3, Y3
+	HSUM4(Y0, Y1, Y2, Y3, X10)
+	VCVTDQ2PS X10, X10
+	VMULPS    (R13), X13, X8 // d·dy
+	VMULPS    X8, X10, X10
+	VMOVUPS   (SP)(AX*1), X8
+	VADDPS    X10, X8, X8
+	VMOVUPS   X8, (SP)(AX*1)
+	LEAQ      (R12)(R8*4), R12
+	ADDQ      $16, R13
+	ADDQ      $16, AX
+	SUBQ      $4, R11
+	JNZ       q3z4act
+
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q3z4block
+
+	MOVQ y+32(FP), DX
+	XORL AX, AX
+q3z4store:
+	MOVL (SP)(AX*4), BX
+	MOVL BX, (DX)
+	ADDQ R9, DX
+	INCQ AX
+	CMPQ AX, R10
+	JB   q3z4store
 	VZEROUPPER
 	RET

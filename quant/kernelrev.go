@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "45cba272e6a7db0f"
+const kernelRevision = "ca98951bb6125598"
