@@ -81,8 +81,9 @@ func dotK35(f k35RowFunc, bs int, w, a []byte) float32 {
 }
 
 // Tiling of gemmK35: k35TileRows weight rows are swept against each
-// group of at most k35Acts activation rows, each row's super-blocks
-// unpacked once per group.
+// group of at most k35Acts activation rows (at most 16: the grouped
+// kernels keep 16 sums), each row's super-blocks unpacked once per group;
+// the tile's rows stay in cache for the next group.
 var (
 	k35TileRows = 16
 	k35Acts     = 16
@@ -106,6 +107,8 @@ func gemmK35(f k35RowFunc, f4 k35Row4Func, bs int, w []byte, rb, lo, hi int, a [
 	_ = w[(hi-1)*rb+nb*bs-1]
 	_ = a[(n-1)*arb+nb*q8_KBytes-1]
 	_ = y[(n-1)*ys+hi-1]
+	// With a grouped kernel, the scales of each chunk's first c&^3 rows,
+	// super-block by super-block: chunk c0's at dy[c0*nb:].
 	var dy []float32
 	if f4 != nil && n >= 4 {
 		pb := k35DyBufs.Get().(*[]float32)
@@ -114,24 +117,26 @@ func gemmK35(f k35RowFunc, f4 k35Row4Func, bs int, w []byte, rb, lo, hi int, a [
 			*pb = make([]float32, nb*n)
 		}
 		dy = (*pb)[:nb*n]
-	}
-	for c0 := 0; c0 < n; c0 += k35Acts {
-		c := min(k35Acts, n-c0)
-		c4 := 0
-		if dy != nil {
-			// The group's scales, super-block by super-block.
-			c4 = c &^ 3
+		for c0 := 0; c0 < n; c0 += k35Acts {
+			c4 := min(k35Acts, n-c0) &^ 3
 			for b := 0; b < nb; b++ {
 				for i := 0; i < c4; i++ {
-					dy[b*c4+i] = f32At(a[(c0+i)*arb+b*q8_KBytes:])
+					dy[c0*nb+b*c4+i] = f32At(a[(c0+i)*arb+b*q8_KBytes:])
 				}
 			}
 		}
-		for r0 := lo; r0 < hi; r0 += k35TileRows {
-			r1 := min(r0+k35TileRows, hi)
+	}
+	for r0 := lo; r0 < hi; r0 += k35TileRows {
+		r1 := min(r0+k35TileRows, hi)
+		for c0 := 0; c0 < n; c0 += k35Acts {
+			c := min(k35Acts, n-c0)
+			c4 := 0
+			if dy != nil {
+				c4 = c &^ 3
+			}
 			for r := r0; r < r1; r++ {
 				if c4 > 0 {
-					f4(&w[r*rb], &a[c0*arb], arb, nb, &y[c0*ys+r], ys, c4, &dy[0])
+					f4(&w[r*rb], &a[c0*arb], arb, nb, &y[c0*ys+r], ys, c4, &dy[c0*nb])
 				}
 				if c > c4 {
 					f(&w[r*rb], &a[(c0+c4)*arb], arb, nb, &y[(c0+c4)*ys+r], ys, c-c4)
