@@ -54,7 +54,7 @@ type k35Rows struct {
 }
 
 var (
-	k35AVX2 = k35Rows{row: [2]k35RowFunc{q3kRowAVX2, q5kRowAVX2}}
+	k35AVX2 = k35Rows{row: [2]k35RowFunc{q3kRowAVX2, q5kRowAVX2}, row4: [2]k35Row4Func{q3kRowAVX2G, q5kRowAVX2G}}
 	k35Z    = k35Rows{row: [2]k35RowFunc{q3kRowZ, q5kRowZ}, row4: [2]k35Row4Func{q3kRowZ4, q5kRowZ4}}
 )
 
@@ -163,3 +163,9 @@ func q5kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
 
 //go:noescape
 func q3kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
+
+//go:noescape
+func q3kRowAVX2G(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
+
+//go:noescape
+func q5kRowAVX2G(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)

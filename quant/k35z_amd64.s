@@ -219,8 +219,8 @@ GLOBL k3zperm<>(SB), RODATA|NOPTR, $256
 	VPADDD        Y8, yacc, yacc; \
 	VPMADDWD      mb, Y27, ymin
 
-// HSUM4 leaves in X8 the sums of the int32 lanes of Y0..Y3, one each, in
-// that order (lane k of X8 for activation row k of a group), using Y9.
+// HSUM4 leaves in x the sums of the int32 lanes of y0..y3, one each, in
+// that order (lane k for activation row k of a group), using Y8 and Y9.
 #define HSUM4(y0, y1, y2, y3, x) \
 	VPHADDD      y1, y0, Y8; \
 	VPHADDD      y3, y2, Y9; \

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "1a1ad11fb3fdccbd"
+const kernelRevision = "015523be56cea3b0"
