@@ -231,7 +231,7 @@ func k35RawActs(rng *rand.Rand, nb int, mode string) []byte {
 }
 
 // TestK35MatMul checks MatMul on Q3_K and Q5_K, with every kernel set this
-// CPU has and batches of 1..9 rows, against the per-row Go twin: the same
+// CPU has and batches of 1..33 rows, against the per-row Go twin: the same
 // bits whatever the set and the batch.
 func TestK35MatMul(t *testing.T) {
 	defer UseGeneric(false)
@@ -244,7 +244,7 @@ func TestK35MatMul(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range []int{1, 2, 5, 9} {
+			for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 16, 17, 33} {
 				x := testData(rng, n*cols)
 				want := make([]float32, n*rows)
 				a := make([]byte, q8_KBytes*cols/qkK)
