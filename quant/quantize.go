@@ -45,6 +45,14 @@ func Quantize(t Type, src []float32, dst []byte) error {
 		for b := 0; b < len(src)/qkK; b++ {
 			quantizeQ6_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q6_KBytes]byte)(dst[b*q6_KBytes:]))
 		}
+	case Q4_1:
+		quantizeQ4_1(src, dst)
+	case Q5_0:
+		quantizeQ5_0(src, dst)
+	case Q5_1:
+		quantizeQ5_1(src, dst)
+	case IQ4_NL:
+		quantizeIQ4_NL(src, dst)
 	}
 	return nil
 }
