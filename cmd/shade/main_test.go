@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"inspect"}, 2, "Usage"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"synth", "--shape", "nope", "-o", filepath.Join(dir, "x.gguf")}, 1, "llama3-8b"},
-		{[]string{"synth", "--shape", "tiny", "--type", "Q5_K", "-o", filepath.Join(dir, "x.gguf")}, 1, "Q5_K"},
+		{[]string{"synth", "--shape", "tiny", "--type", "IQ1_S", "-o", filepath.Join(dir, "x.gguf")}, 1, "IQ1_S"},
 		{[]string{"perplexity", "-m", model, "-f", filepath.Join(dir, "missing.txt")}, 1, "no such file"},
 	}
 	for _, tc := range cases {
