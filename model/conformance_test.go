@@ -34,6 +34,8 @@ type reference struct {
 func conformanceModels(t testing.TB) []string {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(conformanceDir, "*.ref.json"))
+	types, _ := filepath.Glob(filepath.Join(conformanceDir, "types", "*.ref.json"))
+	m = append(m, types...)
 	if len(m) == 0 {
 		t.Skip("../shared/testdata/conformance not present: the llama.cpp reference pack is needed")
 	}
@@ -97,7 +99,7 @@ func runConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ref, last := loadReference(t, refPath)
 			topTol, fullTol := tolerances(name)
-			m, err := Open(filepath.Join(conformanceDir, name+".gguf"), 2)
+			m, err := Open(strings.TrimSuffix(refPath, ".ref.json")+".gguf", 2)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -82,7 +82,7 @@ func (ld loader) info(name string, dims ...int) (*gguf.TensorInfo, error) {
 		return nil, &TensorError{name, fmt.Errorf("missing from the file")}
 	}
 	if !ti.Type.Supported() {
-		return nil, &TensorError{name, fmt.Errorf("type %v: %w (shade computes with F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)", ti.Type, ErrUnsupported)}
+		return nil, &TensorError{name, fmt.Errorf("type %v: %w (shade computes with F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q6_K, IQ4_XS)", ti.Type, ErrUnsupported)}
 	}
 	ok = len(ti.Dims) == len(dims)
 	for i := 0; ok && i < len(dims); i++ {

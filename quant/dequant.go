@@ -40,6 +40,10 @@ func dequantize(t Type, src []byte, dst []float32) {
 		dequantizeQ4_K(src, dst)
 	case Q6_K:
 		dequantizeQ6_K(src, dst)
+	case Q2_K:
+		dequantizeQ2_K(src, dst)
+	case IQ4_XS:
+		dequantizeIQ4_XS(src, dst)
 	default:
 		panic("quant: dequantize " + t.String() + ": unsupported")
 	}

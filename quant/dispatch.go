@@ -21,6 +21,8 @@ type kernelSet struct {
 	dotBF16     func(w []byte, x []float32) float32 // x already rounded to BF16
 	dotF32      func(a, b []float32) float32
 
+	dotQ2_KQ8_K, dotIQ4_XSQ8_K func(w, a []byte) float32 // k2iq.go
+
 	// Activation quantizers.
 	quantizeQ8_0 func(x []float32, dst []byte)
 	quantizeQ8_K func(x []float32, dst []byte)
@@ -85,6 +87,8 @@ var genericKernels = kernelSet{
 		softmaxArgsGo(sc, ex, stride, 0, n, scale, maxs, rose)
 	},
 	softmaxSteps: softmaxStepsGo,
+
+	dotQ2_KQ8_K: dotQ2_KQ8_KGo, dotIQ4_XSQ8_K: dotIQ4_XSQ8_KGo,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

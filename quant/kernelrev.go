@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "ee0d47c53bc9d2d4"
+const kernelRevision = "43dc9fc332daf5f1"

@@ -77,6 +77,10 @@ func activationFor(t Type) activation {
 		return activation{typ: Q8_K, dotQ: k.dotQ4_KQ8_K}
 	case Q6_K:
 		return activation{typ: Q8_K, dotQ: k.dotQ6_KQ8_K}
+	case Q2_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ2_KQ8_K}
+	case IQ4_XS:
+		return activation{typ: Q8_K, dotQ: k.dotIQ4_XSQ8_K}
 	case F16:
 		return activation{typ: F16, dotF: k.dotF16}
 	case BF16:
@@ -457,7 +461,7 @@ func (j *matJob) partRows(pt *matPart, lo, hi int) {
 		k.gemmKPanel(pt.panels, c/qkK, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}
-	if j.act.typ == Q8_K && k.gemmK != nil {
+	if j.act.typ == Q8_K && k.gemmK != nil && (pt.m.Type == Q4_K || pt.m.Type == Q6_K) {
 		// Q4_K and Q6_K: every output, whatever n, is the per-row Go twin's.
 		k.gemmK(pt.m.Type, pt.m.Data, pt.rb, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return

@@ -11,7 +11,8 @@ import (
 // Q8_0 and Q4_0 use ggml's reference quantizers (quantize_row_q8_0_ref,
 // quantize_row_q4_0_ref) and so produce the same bytes. Q4_K and Q6_K use
 // simpler quantizers than ggml's (no error search): a valid encoding whose
-// error is that of the bit width, but not ggml's bytes. Quantize is meant for
+// error is that of the bit width, but not ggml's bytes. Q2_K and IQ4_XS
+// follow ggml's quantizers without an importance matrix (k2iq.go). Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
 // tuned.
 func Quantize(t Type, src []float32, dst []byte) error {
@@ -44,6 +45,14 @@ func Quantize(t Type, src []float32, dst []byte) error {
 	case Q6_K:
 		for b := 0; b < len(src)/qkK; b++ {
 			quantizeQ6_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q6_KBytes]byte)(dst[b*q6_KBytes:]))
+		}
+	case Q2_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ2_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q2_KBytes]byte)(dst[b*q2_KBytes:]))
+		}
+	case IQ4_XS:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeIQ4_XSBlock((*[qkK]float32)(src[b*qkK:]), (*[iq4_XSBytes]byte)(dst[b*iq4_XSBytes:]))
 		}
 	}
 	return nil
