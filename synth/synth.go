@@ -75,7 +75,7 @@ type Options struct {
 }
 
 // types are the matrix types Write can produce, largest first.
-var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0}
+var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0, quant.IQ4_XS, quant.Q2_K}
 
 // Types returns the matrix types Write can produce, largest first.
 func Types() []quant.Type { return append([]quant.Type(nil), types...) }
@@ -98,6 +98,10 @@ func fileType(t quant.Type) uint32 {
 		return 18 // MOSTLY_Q6_K
 	case quant.BF16:
 		return 32 // MOSTLY_BF16
+	case quant.Q2_K:
+		return 10 // MOSTLY_Q2_K
+	case quant.IQ4_XS:
+		return 30 // MOSTLY_IQ4_XS
 	}
 	return 0
 }
