@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "43dc9fc332daf5f1"
+const kernelRevision = "da1eefcc97e82fc0"
