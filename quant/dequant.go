@@ -52,6 +52,10 @@ func dequantize(t Type, src []byte, dst []float32) {
 		dequantizeQ3_K(src, dst)
 	case Q5_K:
 		dequantizeQ5_K(src, dst)
+	case Q2_K:
+		dequantizeQ2_K(src, dst)
+	case IQ4_XS:
+		dequantizeIQ4_XS(src, dst)
 	default:
 		panic("quant: dequantize " + t.String() + ": unsupported")
 	}

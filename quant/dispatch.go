@@ -25,11 +25,12 @@ type kernelSet struct {
 
 	// The legacy 32-value types and IQ4_NL (legacy.go), and the Q8_1
 	// activations of Q4_1 and Q5_1.
-	dotQ4_1Q8_1   func(w, a []byte) float32
-	dotQ5_0Q8_0   func(w, a []byte) float32
-	dotQ5_1Q8_1   func(w, a []byte) float32
-	dotIQ4_NLQ8_0 func(w, a []byte) float32
-	quantizeQ8_1  func(x []float32, dst []byte)
+	dotQ4_1Q8_1                func(w, a []byte) float32
+	dotQ5_0Q8_0                func(w, a []byte) float32
+	dotQ5_1Q8_1                func(w, a []byte) float32
+	dotIQ4_NLQ8_0              func(w, a []byte) float32
+	quantizeQ8_1               func(x []float32, dst []byte)
+	dotQ2_KQ8_K, dotIQ4_XSQ8_K func(w, a []byte) float32 // k2iq.go
 
 	// Activation quantizers.
 	quantizeQ8_0 func(x []float32, dst []byte)
@@ -106,6 +107,7 @@ var genericKernels = kernelSet{
 	dotQ5_1Q8_1:   dotQ5_1Q8_1Go,
 	dotIQ4_NLQ8_0: dotIQ4_NLQ8_0Go,
 	quantizeQ8_1:  quantizeQ8_1,
+	dotQ2_KQ8_K:   dotQ2_KQ8_KGo, dotIQ4_XSQ8_K: dotIQ4_XSQ8_KGo,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

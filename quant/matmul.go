@@ -89,6 +89,10 @@ func activationFor(t Type) activation {
 		return activation{typ: Q8_K, dotQ: k.dotQ3_KQ8_K}
 	case Q5_K:
 		return activation{typ: Q8_K, dotQ: k.dotQ5_KQ8_K}
+	case Q2_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ2_KQ8_K}
+	case IQ4_XS:
+		return activation{typ: Q8_K, dotQ: k.dotIQ4_XSQ8_K}
 	case F16:
 		return activation{typ: F16, dotF: k.dotF16}
 	case BF16:

@@ -14,6 +14,8 @@ import (
 // error is that of the bit width, but not ggml's bytes. Q3_K and Q5_K use
 // ggml's reference quantizers (quantize_row_q3_K_ref, quantize_row_q5_K_ref:
 // scale searches of make_q3_quants and make_qkx2_quants, k35.go). Quantize is meant for
+// error is that of the bit width, but not ggml's bytes. Q2_K and IQ4_XS
+// follow ggml's quantizers without an importance matrix (k2iq.go). Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
 // tuned.
 func Quantize(t Type, src []float32, dst []byte) error {
@@ -62,6 +64,14 @@ func Quantize(t Type, src []float32, dst []byte) error {
 	case Q5_K:
 		for b := 0; b < len(src)/qkK; b++ {
 			quantizeQ5_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q5_KBytes]byte)(dst[b*q5_KBytes:]))
+		}
+	case Q2_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ2_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q2_KBytes]byte)(dst[b*q2_KBytes:]))
+		}
+	case IQ4_XS:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeIQ4_XSBlock((*[qkK]float32)(src[b*qkK:]), (*[iq4_XSBytes]byte)(dst[b*iq4_XSBytes:]))
 		}
 	}
 	return nil

@@ -75,7 +75,7 @@ type Options struct {
 }
 
 // types are the matrix types Write can produce, largest first.
-var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0}
+var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q5_1, quant.Q5_0, quant.Q5_K, quant.Q4_1, quant.Q4_0, quant.IQ4_NL, quant.Q4_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K}
 
 // Types returns the matrix types Write can produce, largest first.
 func Types() []quant.Type { return append([]quant.Type(nil), types...) }
