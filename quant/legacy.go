@@ -214,6 +214,8 @@ func quantizeQ8_1(x []float32, dst []byte) {
 
 // iq4nlIndex is ggml's best_index_int8 over iq4nlValues: the index of the
 // level nearest x, the upper one on a tie; 15 for NaN.
+// Callers pass x rounded (float32(id*v)), so that no build fuses the
+// product into the subtractions here.
 func iq4nlIndex(x float32) int {
 	v := &iq4nlValues
 	if x <= float32(v[0]) {
@@ -265,7 +267,7 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 		// sums returns Σwqx and Σwq² for the levels nearest id*x.
 		sums := func(id float32) (sqx, sq2 float32) {
 			for j, v := range xb {
-				q := float32(iq4nlValues[iq4nlIndex(id*v)])
+				q := float32(iq4nlValues[iq4nlIndex(float32(id*v))])
 				wq := w[j] * q
 				// Each product rounded alone, so that no build fuses it
 				// into the sum.
@@ -292,7 +294,7 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 		id = 1 / d
 	}
 	for j := 0; j < 16; j++ {
-		y[2+j] = byte(iq4nlIndex(id*xb[j])) | byte(iq4nlIndex(id*xb[j+16]))<<4
+		y[2+j] = byte(iq4nlIndex(float32(id*xb[j]))) | byte(iq4nlIndex(float32(id*xb[j+16])))<<4
 	}
 }
 
