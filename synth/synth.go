@@ -75,7 +75,7 @@ type Options struct {
 }
 
 // types are the matrix types Write can produce, largest first.
-var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0}
+var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q5_1, quant.Q5_0, quant.Q4_1, quant.Q4_K, quant.IQ4_NL, quant.Q4_0}
 
 // Types returns the matrix types Write can produce, largest first.
 func Types() []quant.Type { return append([]quant.Type(nil), types...) }
@@ -98,6 +98,14 @@ func fileType(t quant.Type) uint32 {
 		return 18 // MOSTLY_Q6_K
 	case quant.BF16:
 		return 32 // MOSTLY_BF16
+	case quant.Q4_1:
+		return 3 // MOSTLY_Q4_1
+	case quant.Q5_0:
+		return 8 // MOSTLY_Q5_0
+	case quant.Q5_1:
+		return 9 // MOSTLY_Q5_1
+	case quant.IQ4_NL:
+		return 25 // MOSTLY_IQ4_NL
 	}
 	return 0
 }

@@ -25,7 +25,7 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("synth", "synth --shape NAME [--type TYPE] [--vocab VOCAB.gguf] [--tail-from K --tail-scale S] -o FILE\n"+
 		"       shade synth --draft-of TARGET.gguf --layers K [--agreement N] -o FILE", stderr)
 	shapeName := fs.String("shape", "", "model shape: "+strings.Join(names, ", "))
-	typeName := fs.String("type", "Q4_0", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K")
+	typeName := fs.String("type", "Q4_0", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K")
 	vocabPath := fs.String("vocab", "", "GGUF `file` whose tokenizer.* keys to copy (e.g. ../shared/testdata/tokenizer/ggml-vocab-llama3.gguf); default: the built-in 512-token demo vocabulary")
 	tailFrom := fs.Int("tail-from", 0, "with --tail-scale: scale the output projections (attn_output, ffn_down) of layers `K` and up, so that a K-layer draft (--draft-of … --layers K) agrees with the model more often")
 	tailScale := fs.Float64("tail-scale", 1, "scale `S` ≥ 0 of the layers from --tail-from: 1 leaves them as they are, 0 makes them add nothing (the K-layer draft then always agrees)")
