@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "09da3eb9d0530268"
+const kernelRevision = "304c5638d3bd3003"

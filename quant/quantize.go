@@ -11,7 +11,9 @@ import (
 // Q8_0 and Q4_0 use ggml's reference quantizers (quantize_row_q8_0_ref,
 // quantize_row_q4_0_ref) and so produce the same bytes. Q4_K and Q6_K use
 // simpler quantizers than ggml's (no error search): a valid encoding whose
-// error is that of the bit width, but not ggml's bytes. Quantize is meant for
+// error is that of the bit width, but not ggml's bytes. Q4_1, Q5_0 and Q5_1
+// follow ggml's reference quantizers, IQ4_NL llama-quantize's (its scale
+// search, without an importance matrix); see legacy.go. Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
 // tuned.
 func Quantize(t Type, src []float32, dst []byte) error {
