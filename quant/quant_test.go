@@ -348,8 +348,8 @@ func TestSizeErrors(t *testing.T) {
 	if _, err := NewMatrix(Q4_0, 3, 64, make([]byte, 3*36-1)); err == nil {
 		t.Error("NewMatrix accepted a short buffer")
 	}
-	if _, err := NewMatrix(Q5_0, 1, 32, make([]byte, 100)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("NewMatrix(Q5_0) error %v is not ErrUnsupported", err)
+	if _, err := NewMatrix(Q8_K, 1, 256, make([]byte, 300)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewMatrix(Q8_K) error %v is not ErrUnsupported", err)
 	}
 	m, err := NewMatrix(Q4_0, 3, 64, make([]byte, 3*36+5))
 	if err != nil || len(m.Data) != 3*36 || len(m.Row(2)) != 36 {
