@@ -85,6 +85,14 @@ func activationFor(t Type) activation {
 		return activation{typ: Q8_1, dotQ: k.dotQ5_1Q8_1}
 	case IQ4_NL:
 		return activation{typ: Q8_0, dotQ: k.dotIQ4_NLQ8_0}
+	case Q3_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ3_KQ8_K}
+	case Q5_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ5_KQ8_K}
+	case Q2_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ2_KQ8_K}
+	case IQ4_XS:
+		return activation{typ: Q8_K, dotQ: k.dotIQ4_XSQ8_K}
 	case F16:
 		return activation{typ: F16, dotF: k.dotF16}
 	case BF16:
@@ -468,8 +476,9 @@ func (j *matJob) partRows(pt *matPart, lo, hi int) {
 		k.gemmKPanel(pt.panels, c/qkK, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}
-	if j.act.typ == Q8_K && k.gemmK != nil {
-		// Q4_K and Q6_K: every output, whatever n, is the per-row Go twin's.
+	if j.act.typ == Q8_K && k.hasGemmK(pt.m.Type) {
+		// Every output, whatever n, is the per-row Go twin's; types
+		// without batched kernels take the per-row loop below.
 		k.gemmK(pt.m.Type, pt.m.Data, pt.rb, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}

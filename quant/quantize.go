@@ -11,9 +11,13 @@ import (
 // Q8_0 and Q4_0 use ggml's reference quantizers (quantize_row_q8_0_ref,
 // quantize_row_q4_0_ref) and so produce the same bytes. Q4_K and Q6_K use
 // simpler quantizers than ggml's (no error search): a valid encoding whose
-// error is that of the bit width, but not ggml's bytes. Q4_1, Q5_0 and Q5_1
-// follow ggml's reference quantizers, IQ4_NL llama-quantize's (its scale
-// search, without an importance matrix); see legacy.go. Quantize is meant for
+// error is that of the bit width, but not ggml's bytes. Q3_K and Q5_K use
+// ggml's reference quantizers (quantize_row_q3_K_ref, quantize_row_q5_K_ref:
+// scale searches of make_q3_quants and make_qkx2_quants, k35.go); Q2_K and
+// IQ4_XS follow ggml's quantizers without an importance matrix (k2iq.go);
+// Q4_1, Q5_0 and Q5_1 follow ggml's reference quantizers, IQ4_NL
+// llama-quantize's (its scale search, without an importance matrix;
+// legacy.go). Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
 // tuned.
 func Quantize(t Type, src []float32, dst []byte) error {
@@ -55,6 +59,22 @@ func Quantize(t Type, src []float32, dst []byte) error {
 		quantizeQ5_1(src, dst)
 	case IQ4_NL:
 		quantizeIQ4_NL(src, dst)
+	case Q3_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ3_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q3_KBytes]byte)(dst[b*q3_KBytes:]))
+		}
+	case Q5_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ5_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q5_KBytes]byte)(dst[b*q5_KBytes:]))
+		}
+	case Q2_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ2_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q2_KBytes]byte)(dst[b*q2_KBytes:]))
+		}
+	case IQ4_XS:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeIQ4_XSBlock((*[qkK]float32)(src[b*qkK:]), (*[iq4_XSBytes]byte)(dst[b*iq4_XSBytes:]))
+		}
 	}
 	return nil
 }
