@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "369f5fe225ce7fb9"
+const kernelRevision = "b56fc5effb6d988f"

@@ -31,7 +31,7 @@ DATA legBits<>+0x10(SB)/8, $0x8040201008040201
 DATA legBits<>+0x18(SB)/8, $0x8040201008040201
 GLOBL legBits<>(SB), RODATA|NOPTR, $32
 
-// legIQ4NL<>: iq4nlValues in both 128-bit lanes, for VPSHUFB.
+// legIQ4NL<>: kvaluesIQ4NL in both 128-bit lanes, for VPSHUFB.
 DATA legIQ4NL<>+0x00(SB)/8, $0xf6eaddcfbfad9881
 DATA legIQ4NL<>+0x08(SB)/8, $0x7159453526190d01
 DATA legIQ4NL<>+0x10(SB)/8, $0xf6eaddcfbfad9881

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // legConsts<>: the qh byte spreaders (bytes 0,1 then 2,3, eight lanes
-// each), the bit of each lane, the IQ4_NL levels (iq4nlValues).
+// each), the bit of each lane, the IQ4_NL levels (kvaluesIQ4NL).
 DATA legConsts<>+0x00(SB)/8, $0x0000000000000000
 DATA legConsts<>+0x08(SB)/8, $0x0101010101010101
 DATA legConsts<>+0x10(SB)/8, $0x0202020202020202

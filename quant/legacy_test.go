@@ -90,7 +90,7 @@ func TestIQ4_NLScaleSearch(t *testing.T) {
 		if mx != 0 {
 			d := F16ToF32(F32ToF16(mx / 127))
 			for j, v := range xb {
-				q := float32(iq4nlValues[iq4nlIndex(v/d)]) * d
+				q := float32(kvaluesIQ4NL[bestIndexIQ4(v/d)]) * d
 				w := float64(v) * float64(v)
 				ef += w * sq(float64(v)-float64(q))
 				es += w * sq(float64(v)-float64(y[32*b+j]))
@@ -113,17 +113,17 @@ func sq(v float64) float64 { return v * v }
 func TestIQ4_NLIndex(t *testing.T) {
 	for v := float32(-140); v <= 140; v += 0.25 {
 		best := 0
-		for i := range iq4nlValues {
-			if abs32(v-float32(iq4nlValues[i])) <= abs32(v-float32(iq4nlValues[best])) {
+		for i := range kvaluesIQ4NL {
+			if abs32(v-float32(kvaluesIQ4NL[i])) <= abs32(v-float32(kvaluesIQ4NL[best])) {
 				best = i // ties go to the upper level, as in ggml
 			}
 		}
-		if got := iq4nlIndex(v); got != best {
-			t.Fatalf("iq4nlIndex(%v) = %d, want %d", v, got, best)
+		if got := int(bestIndexIQ4(v)); got != best {
+			t.Fatalf("bestIndexIQ4(%v) = %d, want %d", v, got, best)
 		}
 	}
-	if got := iq4nlIndex(float32(math.NaN())); got != 15 {
-		t.Errorf("iq4nlIndex(NaN) = %d, want 15 (in range)", got)
+	if got := bestIndexIQ4(float32(math.NaN())); got != 15 {
+		t.Errorf("bestIndexIQ4(NaN) = %d, want 15 (in range)", got)
 	}
 }
 
@@ -179,7 +179,7 @@ func TestLegacyQuantizeKnown(t *testing.T) {
 		// the levels exactly, although the first guess (from the largest
 		// magnitude, -63.5) has the wrong sign.
 		for j := range x {
-			x[j] = 0.5 * float32(iq4nlValues[(j*7)%16])
+			x[j] = 0.5 * float32(kvaluesIQ4NL[(j*7)%16])
 		}
 		b := encode(t, IQ4_NL, x)
 		if d := f16At(b); d != 0.5 {
@@ -259,7 +259,7 @@ func TestLegacyDequantizeKnownBlocks(t *testing.T) {
 			putF16(b, 2)
 			copy(b[2:], qs[:])
 			return b
-		}, func(j int) float32 { return 2 * float32(iq4nlValues[q[j]&0xf]) }},
+		}, func(j int) float32 { return 2 * float32(kvaluesIQ4NL[q[j]&0xf]) }},
 	}
 	for _, c := range cases {
 		y := decode(t, c.typ, c.blk(), 32)

@@ -69,7 +69,7 @@ func main() {
 	g.p("#include \"textflag.h\"")
 	g.p("")
 	g.p("// legConsts<>: the qh byte spreaders (bytes 0,1 then 2,3, eight lanes")
-	g.p("// each), the bit of each lane, the IQ4_NL levels (iq4nlValues).")
+	g.p("// each), the bit of each lane, the IQ4_NL levels (kvaluesIQ4NL).")
 	for i, q := range []uint64{
 		0x0000000000000000, 0x0101010101010101,
 		0x0202020202020202, 0x0303030303030303,
