@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "b56fc5effb6d988f"
+const kernelRevision = "f8317331b21b3c93"

@@ -233,7 +233,9 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 	amax, mx := signedMax(xb[:])
 	var d float32
 	if amax >= 1e-15 { // ggml's GROUP_MAX_EPS: below it the block is zero
-		// sums returns Σwqx and Σwq² for the levels nearest id*x.
+		// sums returns Σwqx and Σwq² for the levels nearest id*x (id*x
+		// rounded first, here and below, so that no build fuses it into
+		// bestIndexIQ4's subtractions).
 		sums := func(id float32) (sqx, sq2 float32) {
 			for j, v := range xb {
 				q := float32(kvaluesIQ4NL[bestIndexIQ4(float32(id*v))])
