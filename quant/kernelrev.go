@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "6e8fca4d5af101dc"
+const kernelRevision = "f0a1799dba1f1548"

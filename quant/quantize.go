@@ -13,9 +13,11 @@ import (
 // simpler quantizers than ggml's (no error search): a valid encoding whose
 // error is that of the bit width, but not ggml's bytes. Q3_K and Q5_K use
 // ggml's reference quantizers (quantize_row_q3_K_ref, quantize_row_q5_K_ref:
-// scale searches of make_q3_quants and make_qkx2_quants, k35.go). Quantize is meant for
-// error is that of the bit width, but not ggml's bytes. Q2_K and IQ4_XS
-// follow ggml's quantizers without an importance matrix (k2iq.go). Quantize is meant for
+// scale searches of make_q3_quants and make_qkx2_quants, k35.go); Q2_K and
+// IQ4_XS follow ggml's quantizers without an importance matrix (k2iq.go);
+// Q4_1, Q5_0 and Q5_1 follow ggml's reference quantizers, IQ4_NL
+// llama-quantize's (its scale search, without an importance matrix;
+// legacy.go). Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
 // tuned.
 func Quantize(t Type, src []float32, dst []byte) error {
