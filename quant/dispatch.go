@@ -23,6 +23,15 @@ type kernelSet struct {
 	dotBF16     func(w []byte, x []float32) float32 // x already rounded to BF16
 	dotF32      func(a, b []float32) float32
 
+	// The legacy 32-value types and IQ4_NL (legacy.go), and the Q8_1
+	// activations of Q4_1 and Q5_1.
+	dotQ4_1Q8_1                func(w, a []byte) float32
+	dotQ5_0Q8_0                func(w, a []byte) float32
+	dotQ5_1Q8_1                func(w, a []byte) float32
+	dotIQ4_NLQ8_0              func(w, a []byte) float32
+	quantizeQ8_1               func(x []float32, dst []byte)
+	dotQ2_KQ8_K, dotIQ4_XSQ8_K func(w, a []byte) float32 // k2iq.go
+
 	// Activation quantizers.
 	quantizeQ8_0 func(x []float32, dst []byte)
 	quantizeQ8_K func(x []float32, dst []byte)
@@ -79,7 +88,7 @@ var genericKernels = kernelSet{
 	dotF16:       dotF16Go,
 	dotBF16:      dotBF16Go,
 	dotF32:       dotF32FloatsGo,
-	quantizeQ8_0: quantizeQ8_0,
+	quantizeQ8_0: quantizeQ8_0Acts,
 	quantizeQ8_K: quantizeQ8_K,
 	putActs:      (*gemmActs).putGo,
 	madF16:       madF16Go,
@@ -92,6 +101,13 @@ var genericKernels = kernelSet{
 		softmaxArgsGo(sc, ex, stride, 0, n, scale, maxs, rose)
 	},
 	softmaxSteps: softmaxStepsGo,
+
+	dotQ4_1Q8_1:   dotQ4_1Q8_1Go,
+	dotQ5_0Q8_0:   dotQ5_0Q8_0Go,
+	dotQ5_1Q8_1:   dotQ5_1Q8_1Go,
+	dotIQ4_NLQ8_0: dotIQ4_NLQ8_0Go,
+	quantizeQ8_1:  quantizeQ8_1,
+	dotQ2_KQ8_K:   dotQ2_KQ8_KGo, dotIQ4_XSQ8_K: dotIQ4_XSQ8_KGo,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

@@ -298,7 +298,7 @@ func quantizeQ5_KBlock(x *[qkK]float32, y *[q5_KBytes]byte) {
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2Quants(31, xs[:], weights[:], L[32*j:32*j+32], -0.5, 0.1, 15)
+		scales[j], mins[j] = makeQKX2Quants(31, xs[:], weights[:], L[32*j:32*j+32], -0.5, 0.1, 15, false)
 		maxScale = max(maxScale, scales[j])
 		maxMin = max(maxMin, mins[j])
 	}
@@ -339,12 +339,20 @@ func quantizeQ5_KBlock(x *[qkK]float32, y *[q5_KBytes]byte) {
 	}
 }
 
-// makeQKX2Quants is ggml's make_qkx2_quants with use_mad false: levels L in
-// [0, nmax] for x ≈ scale*L - min (min ≥ 0 returned as such), first from
-// the range, then from nstep+1 weighted least-squares fits at rescaled
-// grids, keeping the one of least weighted squared error.
-func makeQKX2Quants(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
+// makeQKX2Quants is ggml's make_qkx2_quants: levels L in [0, nmax] for
+// x ≈ scale*L - min (min ≥ 0 returned as such), first from the range, then
+// from nstep+1 weighted least-squares fits at rescaled grids, keeping the
+// one of least weighted error: absolute with mad (Q2_K), squared without
+// (Q5_K). Products are converted one by one so that no step is fused on
+// arm64.
+func makeQKX2Quants(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, mad bool) (scale, theMin float32) {
 	n := len(x)
+	errOf := func(w, diff float32) float32 {
+		if mad {
+			return float32(w * abs32(diff))
+		}
+		return float32(w * float32(diff*diff))
+	}
 	mn, mx := x[0], x[0]
 	sumW := weights[0]
 	sumX := float32(sumW * x[0])
@@ -362,17 +370,16 @@ func makeQKX2Quants(nmax int32, x, weights []float32, L []uint8, rmin, rdelta fl
 	scale = 1 / iscale
 	var bestErr float32
 	for i := 0; i < n; i++ {
-		l := min(nmax, max(0, nearestInt(iscale*(x[i]-mn))))
+		l := min(nmax, max(0, nearestInt(float32(iscale*(x[i]-mn)))))
 		L[i] = uint8(l)
-		diff := float32(float32(scale*float32(l))+mn) - x[i]
-		bestErr += float32(weights[i] * float32(diff*diff))
+		bestErr += errOf(weights[i], float32(float32(scale*float32(l))+mn)-x[i])
 	}
 	var aux [32]uint8
 	for is := 0; is <= nstep; is++ {
 		iscale = float32(float32(rmin+float32(rdelta*float32(is)))+float32(nmax)) / (mx - mn)
 		var sumL, sumL2, sumXL float32
 		for i := 0; i < n; i++ {
-			l := min(nmax, max(0, nearestInt(iscale*(x[i]-mn))))
+			l := min(nmax, max(0, nearestInt(float32(iscale*(x[i]-mn)))))
 			aux[i] = uint8(l)
 			wl := float32(weights[i] * float32(l))
 			sumL += wl
@@ -391,8 +398,7 @@ func makeQKX2Quants(nmax int32, x, weights []float32, L []uint8, rmin, rdelta fl
 		}
 		var curErr float32
 		for i := 0; i < n; i++ {
-			diff := float32(float32(thisScale*float32(aux[i]))+thisMin) - x[i]
-			curErr += float32(weights[i] * float32(diff*diff))
+			curErr += errOf(weights[i], float32(float32(thisScale*float32(aux[i]))+thisMin)-x[i])
 		}
 		if curErr < bestErr {
 			copy(L[:n], aux[:n])

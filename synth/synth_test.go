@@ -277,9 +277,11 @@ func TestWriteTinyShapes(t *testing.T) {
 	}
 }
 
+// TestWriteKQuants writes every 256-value type synth knows and checks the
+// files as TestWriteTinyShapes does.
 func TestWriteKQuants(t *testing.T) {
 	vocab := openVocab(t)
-	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q3_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS} {
 		path := filepath.Join(t.TempDir(), "m.gguf")
 		if err := WriteFile(path, Options{Shape: tiny256, Type: typ, Vocab: vocab, Seed: 1}); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,267 @@
+//go:build amd64 && !noasm && gc
+
+#include "textflag.h"
+
+// AVX2 dot products of Q2_K and IQ4_XS weights with Q8_K activations; Go
+// twins dotQ2_KQ8_KGo and dotIQ4_XSQ8_KGo in k2iq.go. Each super-block's
+// integer sums are exact (in int32 lanes, which wrap as the twins' int32
+// does), then scaled and added in scalar float32 ops in the twins' order,
+// each rounded alone: the results are the twins' bits.
+
+// HSUMD leaves the sum of the eight int32 lanes of y in every lane of x
+// (the lower half of y), using t.
+#define HSUMD(y, x, t) \
+	VEXTRACTI128 $1, y, t; \
+	VPADDD       t, x, x; \
+	VPSHUFD      $0x4e, x, t; \
+	VPADDD       t, x, x; \
+	VPSHUFD      $0xb1, x, t; \
+	VPADDD       t, x, x
+
+// q2ksc<>+32m picks, as int16 from 16 scale bytes in both lanes, scale 2m
+// into the low lane and scale 2m+1 into the high lane (0x80 zeroes).
+DATA q2ksc<>+0x00(SB)/8, $0x8000800080008000
+DATA q2ksc<>+0x08(SB)/8, $0x8000800080008000
+DATA q2ksc<>+0x10(SB)/8, $0x8001800180018001
+DATA q2ksc<>+0x18(SB)/8, $0x8001800180018001
+DATA q2ksc<>+0x20(SB)/8, $0x8002800280028002
+DATA q2ksc<>+0x28(SB)/8, $0x8002800280028002
+DATA q2ksc<>+0x30(SB)/8, $0x8003800380038003
+DATA q2ksc<>+0x38(SB)/8, $0x8003800380038003
+DATA q2ksc<>+0x40(SB)/8, $0x8004800480048004
+DATA q2ksc<>+0x48(SB)/8, $0x8004800480048004
+DATA q2ksc<>+0x50(SB)/8, $0x8005800580058005
+DATA q2ksc<>+0x58(SB)/8, $0x8005800580058005
+DATA q2ksc<>+0x60(SB)/8, $0x8006800680068006
+DATA q2ksc<>+0x68(SB)/8, $0x8006800680068006
+DATA q2ksc<>+0x70(SB)/8, $0x8007800780078007
+DATA q2ksc<>+0x78(SB)/8, $0x8007800780078007
+DATA q2ksc<>+0x80(SB)/8, $0x8008800880088008
+DATA q2ksc<>+0x88(SB)/8, $0x8008800880088008
+DATA q2ksc<>+0x90(SB)/8, $0x8009800980098009
+DATA q2ksc<>+0x98(SB)/8, $0x8009800980098009
+DATA q2ksc<>+0xa0(SB)/8, $0x800a800a800a800a
+DATA q2ksc<>+0xa8(SB)/8, $0x800a800a800a800a
+DATA q2ksc<>+0xb0(SB)/8, $0x800b800b800b800b
+DATA q2ksc<>+0xb8(SB)/8, $0x800b800b800b800b
+DATA q2ksc<>+0xc0(SB)/8, $0x800c800c800c800c
+DATA q2ksc<>+0xc8(SB)/8, $0x800c800c800c800c
+DATA q2ksc<>+0xd0(SB)/8, $0x800d800d800d800d
+DATA q2ksc<>+0xd8(SB)/8, $0x800d800d800d800d
+DATA q2ksc<>+0xe0(SB)/8, $0x800e800e800e800e
+DATA q2ksc<>+0xe8(SB)/8, $0x800e800e800e800e
+DATA q2ksc<>+0xf0(SB)/8, $0x800f800f800f800f
+DATA q2ksc<>+0xf8(SB)/8, $0x800f800f800f800f
+GLOBL q2ksc<>(SB), RODATA|NOPTR, $256
+
+// Q2K_STEP adds to Y8 Σ scale*Σ q2*q8 over sub-blocks 2m and 2m+1 (32
+// values): q2 is bits shift..shift+1 of the 32 bytes in Y3, the
+// activations at off(DI). Y2 holds the 16 scales (low nibbles) in both
+// lanes, Y15 bytes 0x03. q2 ≤ 3 is unsigned, so VPMADDUBSW's pairs stay
+// within ±768 for any activation byte.
+#define Q2K_STEP(shift, off, m) \
+	VPSRLW     $shift, Y3, Y4; \
+	VPAND      Y15, Y4, Y4; \
+	VPMADDUBSW off(DI), Y4, Y4; \
+	VPSHUFB    q2ksc<>+m(SB), Y2, Y5; \
+	VPMADDWD   Y5, Y4, Y4; \
+	VPADDD     Y4, Y8, Y8
+
+// Q2K_HALF is Q2K_STEP for the four 2-bit planes of half h: qs bytes
+// 16+32h..16+32h+31, activations 4+128h.., scale pairs 4h..4h+3.
+#define Q2K_HALF(qs, act, m) \
+	VMOVDQU qs(SI), Y3; \
+	Q2K_STEP(0, act, m); \
+	Q2K_STEP(2, act+32, m+32); \
+	Q2K_STEP(4, act+64, m+64); \
+	Q2K_STEP(6, act+96, m+96)
+
+// func dotQ2_KQ8_KAVX2(w, a *byte, nb int) float32
+TEXT ·dotQ2_KQ8_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   a+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VXORPS X0, X0, X0
+	MOVL   $0x03030303, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL   $0x0f0f0f0f, AX
+	VMOVD  AX, X14
+	VPBROADCASTD X14, Y14
+
+q2kloop:
+	// Mins: Σ_j (scale byte j >> 4) * bsums[j] in Y9.
+	VMOVDQU   0(SI), X1
+	VPSRLW    $4, X1, X2
+	VPAND     X14, X2, X2
+	VPMOVZXBW X2, Y9
+	VPMADDWD  260(DI), Y9, Y9
+	VBROADCASTI128 0(SI), Y2
+	VPAND     Y14, Y2, Y2
+	VPXOR     Y8, Y8, Y8
+	Q2K_HALF(16, 4, 0)
+	Q2K_HALF(48, 132, 128)
+
+	// [isum, summs] as float32 in X8's lanes 0 and 1.
+	VEXTRACTI128 $1, Y8, X4
+	VPADDD       X4, X8, X8
+	VEXTRACTI128 $1, Y9, X4
+	VPADDD       X4, X9, X9
+	VPHADDD      X9, X8, X8
+	VPHADDD      X8, X8, X8
+	VCVTDQ2PS    X8, X8
+
+	// [dy*d, dy*dmin], then the products with [isum, summs], each
+	// rounded alone; sum += t1 - t2.
+	VMOVD        80(SI), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS 0(DI), X6
+	VMULPS       X6, X5, X5
+	VMULPS       X5, X8, X8
+	VMOVSHDUP    X8, X7
+	VSUBSS       X7, X8, X8
+	VADDSS       X8, X0, X0
+
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q2kloop
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// iq4sc<>+32p picks, from the 8 int16 sub-block scales in both lanes, scale
+// 2p into every word of the low lane and scale 2p+1 into the high lane.
+DATA iq4sc<>+0x00(SB)/8, $0x0100010001000100
+DATA iq4sc<>+0x08(SB)/8, $0x0100010001000100
+DATA iq4sc<>+0x10(SB)/8, $0x0302030203020302
+DATA iq4sc<>+0x18(SB)/8, $0x0302030203020302
+DATA iq4sc<>+0x20(SB)/8, $0x0504050405040504
+DATA iq4sc<>+0x28(SB)/8, $0x0504050405040504
+DATA iq4sc<>+0x30(SB)/8, $0x0706070607060706
+DATA iq4sc<>+0x38(SB)/8, $0x0706070607060706
+DATA iq4sc<>+0x40(SB)/8, $0x0908090809080908
+DATA iq4sc<>+0x48(SB)/8, $0x0908090809080908
+DATA iq4sc<>+0x50(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA iq4sc<>+0x58(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA iq4sc<>+0x60(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA iq4sc<>+0x68(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA iq4sc<>+0x70(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA iq4sc<>+0x78(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL iq4sc<>(SB), RODATA|NOPTR, $128
+
+
+// iq4kv<> is kvaluesIQ4NL.
+DATA iq4kv<>+0x00(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4kv<>+0x08(SB)/8, $0x7159453526190d01
+GLOBL iq4kv<>(SB), RODATA|NOPTR, $16
+
+// IQ4_DOT adds to Y8 (ls-32) * Σ kvalue*q8 over 16 values of each of two
+// sub-blocks: levels in kv (low lane sub-block 2p, high lane 2p+1),
+// activations off1(DI) (low lane) and off2(DI) (high lane), scales in s.
+// The sign goes onto the levels, never -128, and |q8| ≤ 128 is unsigned:
+// VPMADDUBSW pairs stay within ±32512 for any activation byte.
+#define IQ4_DOT(kv, off1, off2, s) \
+	VMOVDQU     off1(DI), X4; \
+	VINSERTI128 $1, off2(DI), Y4, Y4; \
+	VPSIGNB     Y4, kv, kv; \
+	VPSIGNB     Y4, Y4, Y4; \
+	VPMADDUBSW  kv, Y4, kv; \
+	VPMADDWD    s, kv, kv; \
+	VPADDD      kv, Y8, Y8
+
+// IQ4_PAIR adds sub-blocks 2p and 2p+1 (qs bytes 8+32p.., activations
+// 4+64p..) to Y8. Y1 holds the 8 scales ls-32 as int16 in both lanes, Y13
+// the levels, Y15 bytes 0x0f.
+#define IQ4_PAIR(qs, act, m) \
+	VMOVDQU qs(SI), Y2; \
+	VPAND   Y15, Y2, Y3; \
+	VPSRLW  $4, Y2, Y2; \
+	VPAND   Y15, Y2, Y2; \
+	VPSHUFB Y3, Y13, Y3; \
+	VPSHUFB Y2, Y13, Y2; \
+	VPSHUFB iq4sc<>+m(SB), Y1, Y5; \
+	IQ4_DOT(Y3, act, act+32, Y5); \
+	IQ4_DOT(Y2, act+16, act+48, Y5)
+
+// func dotIQ4_XSQ8_KAVX2(w, a *byte, nb int) float32
+TEXT ·dotIQ4_XSQ8_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   a+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VXORPS X0, X0, X0
+	MOVL   $0x0f0f0f0f, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+	VBROADCASTI128 iq4kv<>(SB), Y13
+	MOVL   $0x00200020, AX
+	VMOVD  AX, X12
+	VPBROADCASTD X12, X12
+	// Masks spreading scales_h (2 bits a sub-block) and scales_l (4 bits)
+	// to one byte a sub-block.
+	MOVQ $0x000000ff000000ff, R8
+	MOVQ $0x000f000f000f000f, R9
+	MOVQ $0x0303030303030303, R10
+	MOVQ $0x0000ffff0000ffff, R11
+	MOVQ $0x00ff00ff00ff00ff, R12
+	MOVQ $0x0f0f0f0f0f0f0f0f, R13
+
+iq4loop:
+	// Byte ib of AX: bits 2ib, 2ib+1 of scales_h at bits 4, 5.
+	MOVWQZX 2(SI), AX
+	MOVQ    AX, BX
+	SHLQ    $24, BX
+	ORQ     BX, AX
+	ANDQ    R8, AX
+	MOVQ    AX, BX
+	SHLQ    $12, BX
+	ORQ     BX, AX
+	ANDQ    R9, AX
+	MOVQ    AX, BX
+	SHLQ    $6, BX
+	ORQ     BX, AX
+	ANDQ    R10, AX
+	SHLQ    $4, AX
+	// Byte ib of DX: nibble ib of scales_l.
+	MOVL    4(SI), DX
+	MOVQ    DX, BX
+	SHLQ    $16, BX
+	ORQ     BX, DX
+	ANDQ    R11, DX
+	MOVQ    DX, BX
+	SHLQ    $8, BX
+	ORQ     BX, DX
+	ANDQ    R12, DX
+	MOVQ    DX, BX
+	SHLQ    $4, BX
+	ORQ     BX, DX
+	ANDQ    R13, DX
+	ORQ     DX, AX
+	VMOVQ     AX, X1
+	VPMOVZXBW X1, X1
+	VPSUBW    X12, X1, X1
+	VINSERTI128 $1, X1, Y1, Y1
+
+	VPXOR Y8, Y8, Y8
+	IQ4_PAIR(8, 4, 0)
+	IQ4_PAIR(40, 68, 32)
+	IQ4_PAIR(72, 132, 64)
+	IQ4_PAIR(104, 196, 96)
+	HSUMD(Y8, X8, X4)
+	VCVTDQ2PS X8, X8
+
+	// sum += float32(f16(d)*dy * float32(isum)), each product rounded.
+	MOVWLZX      0(SI), AX
+	VMOVD        AX, X5
+	VCVTPH2PS    X5, X5
+	VMULSS       0(DI), X5, X5
+	VMULSS       X5, X8, X8
+	VADDSS       X8, X0, X0
+
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq4loop
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
