@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "9361b85a692b9eb3"
+const kernelRevision = "fd8a2fc85c4c16d0"

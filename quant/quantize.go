@@ -13,7 +13,9 @@ import (
 // simpler quantizers than ggml's (no error search): a valid encoding whose
 // error is that of the bit width, but not ggml's bytes. Q3_K and Q5_K use
 // ggml's reference quantizers (quantize_row_q3_K_ref, quantize_row_q5_K_ref:
-// scale searches of make_q3_quants and make_qkx2_quants, k35.go); Q2_K and
+// scale searches of make_q3_quants and make_qkx2_quants, k35.go), byte for
+// byte what llama-quantize writes without an importance matrix
+// (synth's TestQuantizeMatchesLlamaQuantize); Q2_K and
 // IQ4_XS follow ggml's quantizers without an importance matrix (k2iq.go);
 // Q4_1, Q5_0 and Q5_1 follow ggml's reference quantizers, IQ4_NL
 // llama-quantize's (its scale search, without an importance matrix;
