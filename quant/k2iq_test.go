@@ -303,26 +303,48 @@ func TestK2IQKernelsMatchTwins(t *testing.T) {
 	}
 }
 
+// BenchmarkK2IQDot times one 4096-wide row on each set's Q2_K and IQ4_XS
+// dots, with Q4_K's for scale.
 func BenchmarkK2IQDot(b *testing.B) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const cols = 4096
 	sets := append([]kernelSet{genericKernels}, archSets...)
-	for _, c := range k2iqTypes {
-		w := encode(b, c.typ, testData(rng, cols))
+	for _, typ := range []Type{Q2_K, IQ4_XS, Q4_K} {
+		w := encode(b, typ, testData(rng, cols))
 		a := make([]byte, cols/qkK*q8_KBytes)
 		quantizeQ8_K(testData(rng, cols), a)
 		for _, s := range sets {
-			kern := s.dotQ2_KQ8_K
-			if c.typ == IQ4_XS {
-				kern = s.dotIQ4_XSQ8_K
-			}
-			b.Run(fmt.Sprintf("%v/%s", c.typ, s.name), func(b *testing.B) {
+			kern := map[Type]func(w, a []byte) float32{Q2_K: s.dotQ2_KQ8_K, IQ4_XS: s.dotIQ4_XSQ8_K, Q4_K: s.dotQ4_KQ8_K}[typ]
+			b.Run(fmt.Sprintf("%v/%s", typ, s.name), func(b *testing.B) {
 				b.SetBytes(int64(len(w)))
 				var sink float32
 				for b.Loop() {
 					sink += kern(w, a)
 				}
 				_ = sink
+			})
+		}
+	}
+}
+
+// BenchmarkK2IQMatMul times MatMul on a 2048×2048 matrix of each type with
+// the kernel set in use, one and 16 activation rows, Q4_K for scale.
+func BenchmarkK2IQMatMul(b *testing.B) {
+	const rows, cols = 2048, 2048
+	rng := rand.New(rand.NewPCG(15, 16))
+	wf := testData(rng, rows*cols)
+	for _, typ := range []Type{Q2_K, IQ4_XS, Q4_K} {
+		data := encode(b, typ, wf)
+		m, _ := NewMatrix(typ, rows, cols, data)
+		for _, n := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%v/n=%d", typ, n), func(b *testing.B) {
+				x := testData(rng, n*cols)
+				y := make([]float32, n*rows)
+				var buf Scratch
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					MatMul(nil, m, x, n, y, &buf)
+				}
 			})
 		}
 	}
