@@ -129,7 +129,7 @@ func dotIQ4_XSQ8_KGo(w, a []byte) float32 {
 
 // quantizeQ2_KBlock is ggml's quantize_row_q2_K_ref (the quantizer llama.cpp
 // uses without an importance matrix): each sub-block of 16 gets a scale and
-// min from makeQKX2Quants' search (weights |x|, absolute error), both stored
+// min from makeQKX2QuantsMAD's search (weights |x|, absolute error), both stored
 // as 4-bit multiples of the f16 super-block steps d and dmin, and every
 // value is requantized against the stored pair.
 func quantizeQ2_KBlock(x *[qkK]float32, y *[q2_KBytes]byte) {
@@ -142,7 +142,7 @@ func quantizeQ2_KBlock(x *[qkK]float32, y *[q2_KBytes]byte) {
 		for l := range w {
 			w[l] = abs32(xs[l])
 		}
-		scales[j], mins[j] = makeQKX2Quants(3, xs, &w, (*[16]uint8)(L[16*j:]), -0.5, 0.1, 15)
+		scales[j], mins[j] = makeQKX2QuantsMAD(3, xs, &w, (*[16]uint8)(L[16*j:]), -0.5, 0.1, 15)
 		maxScale = max(maxScale, scales[j])
 		maxMin = max(maxMin, mins[j])
 	}
@@ -182,12 +182,13 @@ func quantizeQ2_KBlock(x *[qkK]float32, y *[q2_KBytes]byte) {
 	}
 }
 
-// makeQKX2Quants is ggml's make_qkx2_quants for 16 values with use_mad:
-// quants 0..nmax for x ≈ scale*L - min (min ≥ 0 returned), starting from
-// the range and trying nstep+1 other inverse scales, each refit by weighted
-// least squares and kept when its weighted absolute error is lower.
-// Products are converted one by one so that no step is fused on arm64.
-func makeQKX2Quants(nmax int32, x, w *[16]float32, L *[16]uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
+// makeQKX2QuantsMAD is ggml's make_qkx2_quants for 16 values with use_mad,
+// Q2_K's choice (Q5_K's uses the squared error): quants 0..nmax for
+// x ≈ scale*L - min (min ≥ 0 returned), starting from the range and trying
+// nstep+1 other inverse scales, each refit by weighted least squares and
+// kept when its weighted absolute error is lower. Products are converted
+// one by one so that no step is fused on arm64.
+func makeQKX2QuantsMAD(nmax int32, x, w *[16]float32, L *[16]uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
 	lo, hi := x[0], x[0]
 	sumW := w[0]
 	sumX := float32(sumW * x[0])
