@@ -235,7 +235,7 @@ func rewriteModel(t *testing.T, src string, setMeta map[string]any, dropTensor, 
 		}
 		typ := ti.Type
 		if ti.Name == retype {
-			typ = quant.Q5_K
+			typ = quant.IQ1_S
 			if err := w.AddTensor(ti.Name, typ, 256, ti.Elements()/256); err != nil {
 				t.Fatal(err)
 			}
@@ -250,7 +250,7 @@ func rewriteModel(t *testing.T, src string, setMeta map[string]any, dropTensor, 
 	}
 	for i, ti := range kept {
 		if ti == nil {
-			w.Write(make([]byte, (f.Tensors[i].Elements()/256)*uint64(quant.Q5_K.BlockBytes())))
+			w.Write(make([]byte, (f.Tensors[i].Elements()/256)*uint64(quant.IQ1_S.BlockBytes())))
 			continue
 		}
 		w.Write(f.TensorData(ti))
@@ -273,7 +273,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing tensor", nil, "blk.1.ffn_up.weight", "", `"blk.1.ffn_up.weight": missing`},
 		{"wrong shape", map[string]any{"llama.feed_forward_length": uint32(100)}, "", "", "shape"},
 		{"head count wrong type", map[string]any{"llama.attention.head_count": "eight"}, "", "", "head_count"},
-		{"unsupported tensor type", nil, "", "blk.0.ffn_down.weight", `"blk.0.ffn_down.weight": type Q5_K`},
+		{"unsupported tensor type", nil, "", "blk.0.ffn_down.weight", `"blk.0.ffn_down.weight": type IQ1_S`},
 		{"unknown rope scaling", map[string]any{"llama.rope.scaling.type": "yarn"}, "", "", "yarn"},
 	}
 	for _, tc := range cases {

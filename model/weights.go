@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"shade/gguf"
 	"shade/quant"
@@ -82,7 +83,7 @@ func (ld loader) info(name string, dims ...int) (*gguf.TensorInfo, error) {
 		return nil, &TensorError{name, fmt.Errorf("missing from the file")}
 	}
 	if !ti.Type.Supported() {
-		return nil, &TensorError{name, fmt.Errorf("type %v: %w (shade computes with F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q6_K, IQ4_XS)", ti.Type, ErrUnsupported)}
+		return nil, &TensorError{name, fmt.Errorf("type %v: %w (shade computes with %s)", ti.Type, ErrUnsupported, computedTypes())}
 	}
 	ok = len(ti.Dims) == len(dims)
 	for i := 0; ok && i < len(dims); i++ {
@@ -220,4 +221,15 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 	}
 	w.Layers = layers
 	return w, nil
+}
+
+// computedTypes lists the tensor types shade computes with, for errors.
+func computedTypes() string {
+	var names []string
+	for t := quant.Type(0); t < 64; t++ {
+		if t.Supported() {
+			names = append(names, t.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }

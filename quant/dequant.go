@@ -40,6 +40,18 @@ func dequantize(t Type, src []byte, dst []float32) {
 		dequantizeQ4_K(src, dst)
 	case Q6_K:
 		dequantizeQ6_K(src, dst)
+	case Q4_1:
+		dequantizeQ4_1(src, dst)
+	case Q5_0:
+		dequantizeQ5_0(src, dst)
+	case Q5_1:
+		dequantizeQ5_1(src, dst)
+	case IQ4_NL:
+		dequantizeIQ4_NL(src, dst)
+	case Q3_K:
+		dequantizeQ3_K(src, dst)
+	case Q5_K:
+		dequantizeQ5_K(src, dst)
 	case Q2_K:
 		dequantizeQ2_K(src, dst)
 	case IQ4_XS:

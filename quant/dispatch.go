@@ -17,10 +17,19 @@ type kernelSet struct {
 	dotQ8_0Q8_0 func(w, a []byte) float32
 	dotQ4_KQ8_K func(w, a []byte) float32
 	dotQ6_KQ8_K func(w, a []byte) float32
+	dotQ3_KQ8_K func(w, a []byte) float32
+	dotQ5_KQ8_K func(w, a []byte) float32
 	dotF16      func(w []byte, x []float32) float32 // x already rounded to F16
 	dotBF16     func(w []byte, x []float32) float32 // x already rounded to BF16
 	dotF32      func(a, b []float32) float32
 
+	// The legacy 32-value types and IQ4_NL (legacy.go), and the Q8_1
+	// activations of Q4_1 and Q5_1.
+	dotQ4_1Q8_1                func(w, a []byte) float32
+	dotQ5_0Q8_0                func(w, a []byte) float32
+	dotQ5_1Q8_1                func(w, a []byte) float32
+	dotIQ4_NLQ8_0              func(w, a []byte) float32
+	quantizeQ8_1               func(x []float32, dst []byte)
 	dotQ2_KQ8_K, dotIQ4_XSQ8_K func(w, a []byte) float32 // k2iq.go
 
 	// Activation quantizers.
@@ -42,6 +51,9 @@ type kernelSet struct {
 	// n, each output bit for bit the per-row Go twin (gemmk.go); nil in the
 	// generic set.
 	gemmK func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
+	// gemmKTypes has bit t set for each Type t gemmK computes (hasGemmK);
+	// MatMul computes other Q8_K-paired types with the per-row dots.
+	gemmKTypes uint64
 	// gemmKPanel, when set, is gemmK for rows [lo, hi) (multiples of
 	// q4kPanelRows) of a Q4_K matrix repacked into row panels of nb
 	// super-blocks a row (panelk.go); nil where there are no Q4_K panel
@@ -71,6 +83,8 @@ var genericKernels = kernelSet{
 	dotQ8_0Q8_0:  dotQ8_0Q8_0Go,
 	dotQ4_KQ8_K:  dotQ4_KQ8_KGo,
 	dotQ6_KQ8_K:  dotQ6_KQ8_KGo,
+	dotQ3_KQ8_K:  dotQ3_KQ8_KGo,
+	dotQ5_KQ8_K:  dotQ5_KQ8_KGo,
 	dotF16:       dotF16Go,
 	dotBF16:      dotBF16Go,
 	dotF32:       dotF32FloatsGo,
@@ -88,7 +102,12 @@ var genericKernels = kernelSet{
 	},
 	softmaxSteps: softmaxStepsGo,
 
-	dotQ2_KQ8_K: dotQ2_KQ8_KGo, dotIQ4_XSQ8_K: dotIQ4_XSQ8_KGo,
+	dotQ4_1Q8_1:   dotQ4_1Q8_1Go,
+	dotQ5_0Q8_0:   dotQ5_0Q8_0Go,
+	dotQ5_1Q8_1:   dotQ5_1Q8_1Go,
+	dotIQ4_NLQ8_0: dotIQ4_NLQ8_0Go,
+	quantizeQ8_1:  quantizeQ8_1,
+	dotQ2_KQ8_K:   dotQ2_KQ8_KGo, dotIQ4_XSQ8_K: dotIQ4_XSQ8_KGo,
 }
 
 // Named kernel sets: "generic" (the pure-Go references, always there) and

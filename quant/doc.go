@@ -1,5 +1,6 @@
 // Package quant owns the tensor block formats of GGUF files (F32, F16, BF16,
-// Q8_0, Q4_0, Q2_K, Q4_K, Q6_K, IQ4_XS): their sizes, dequantization, quantization, and the
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_XS): their sizes, dequantization, quantization, and the
 // dot-product and matrix kernels the forward pass runs on them, plus the
 // vector kernels between them (attention over an F16 cache and its online
 // softmax, the SwiGLU activation). It knows nothing of models. Every kernel has a pure-Go reference twin that stays
@@ -19,8 +20,9 @@
 // is reported by KernelsEnvError. KernelSets lists them and Kernels names
 // the one in use. Matrix products follow
 // llama.cpp's CPU backend: activations are first converted to the type each
-// weight type's dot product pairs with (Q8_0 for Q4_0 and Q8_0 weights, Q8_K
-// for Q2_K, Q4_K, Q6_K and IQ4_XS, F16 for F16, BF16 for BF16), integer products are summed
+// weight type's dot product pairs with (Q8_0 for Q4_0, Q8_0, Q5_0 and
+// IQ4_NL weights, Q8_1 for Q4_1 and Q5_1, Q8_K for the K-quants and
+// IQ4_XS, F16 for F16, BF16 for BF16), integer products are summed
 // exactly within a block and scaled once per block in float32, so results
 // land next to llama.cpp's.
 //

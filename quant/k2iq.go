@@ -129,7 +129,7 @@ func dotIQ4_XSQ8_KGo(w, a []byte) float32 {
 
 // quantizeQ2_KBlock is ggml's quantize_row_q2_K_ref (the quantizer llama.cpp
 // uses without an importance matrix): each sub-block of 16 gets a scale and
-// min from makeQKX2QuantsMAD's search (weights |x|, absolute error), both stored
+// min from makeQKX2Quants' search (weights |x|, absolute error), both stored
 // as 4-bit multiples of the f16 super-block steps d and dmin, and every
 // value is requantized against the stored pair.
 func quantizeQ2_KBlock(x *[qkK]float32, y *[q2_KBytes]byte) {
@@ -142,7 +142,7 @@ func quantizeQ2_KBlock(x *[qkK]float32, y *[q2_KBytes]byte) {
 		for l := range w {
 			w[l] = abs32(xs[l])
 		}
-		scales[j], mins[j] = makeQKX2QuantsMAD(3, xs, &w, (*[16]uint8)(L[16*j:]), -0.5, 0.1, 15)
+		scales[j], mins[j] = makeQKX2Quants(3, xs[:], w[:], L[16*j:16*j+16], -0.5, 0.1, 15, true)
 		maxScale = max(maxScale, scales[j])
 		maxMin = max(maxMin, mins[j])
 	}
@@ -180,69 +180,6 @@ func quantizeQ2_KBlock(x *[qkK]float32, y *[q2_KBytes]byte) {
 			qs[32*h+l] = q[0] | q[32]<<2 | q[64]<<4 | q[96]<<6
 		}
 	}
-}
-
-// makeQKX2QuantsMAD is ggml's make_qkx2_quants for 16 values with use_mad,
-// Q2_K's choice (Q5_K's uses the squared error): quants 0..nmax for
-// x ≈ scale*L - min (min ≥ 0 returned), starting from the range and trying
-// nstep+1 other inverse scales, each refit by weighted least squares and
-// kept when its weighted absolute error is lower. Products are converted
-// one by one so that no step is fused on arm64.
-func makeQKX2QuantsMAD(nmax int32, x, w *[16]float32, L *[16]uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
-	lo, hi := x[0], x[0]
-	sumW := w[0]
-	sumX := float32(sumW * x[0])
-	for i := 1; i < 16; i++ {
-		lo, hi = min(lo, x[i]), max(hi, x[i])
-		sumW += w[i]
-		sumX += float32(w[i] * x[i])
-	}
-	lo = min(lo, 0)
-	if hi == lo {
-		*L = [16]uint8{}
-		return 0, -lo
-	}
-	fmax := float32(nmax)
-	iscale := fmax / (hi - lo)
-	scale = 1 / iscale
-	var best float32
-	for i := range x {
-		l := uint8(min(nmax, max(0, nearestInt(float32(iscale*(x[i]-lo))))))
-		L[i] = l
-		best += float32(w[i] * abs32(float32(scale*float32(l))+lo-x[i]))
-	}
-	var aux [16]uint8
-	for is := 0; is <= nstep; is++ {
-		iscale = (float32(rdelta*float32(is)) + rmin + fmax) / (hi - lo)
-		var sumL, sumL2, sumXL float32
-		for i := range x {
-			l := uint8(min(nmax, max(0, nearestInt(float32(iscale*(x[i]-lo))))))
-			aux[i] = l
-			fl := float32(l)
-			sumL += float32(w[i] * fl)
-			sumL2 += float32(float32(w[i]*fl) * fl)
-			sumXL += float32(float32(w[i]*fl) * x[i])
-		}
-		D := float32(sumW*sumL2) - float32(sumL*sumL)
-		if D <= 0 {
-			continue
-		}
-		thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
-		thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
-		if thisMin > 0 {
-			thisMin = 0
-			thisScale = sumXL / sumL2
-		}
-		var cur float32
-		for i := range x {
-			cur += float32(w[i] * abs32(float32(thisScale*float32(aux[i]))+thisMin-x[i]))
-		}
-		if cur < best {
-			*L = aux
-			best, scale, lo = cur, thisScale, thisMin
-		}
-	}
-	return scale, -lo
 }
 
 // quantizeIQ4_XSBlock is ggml's quantize_iq4_xs without an importance

@@ -21,6 +21,7 @@ var avx2Kernels = func() kernelSet {
 	s.dotQ4_KQ8_K = dotQ4_KQ8_K_amd64
 	s.dotQ6_KQ8_K = dotQ6_KQ8_K_amd64
 	s.gemmK = gemmKAVX2 // Q4_K and Q6_K products (gemmk_amd64.go)
+	s.gemmKTypes = 1<<Q4_K | 1<<Q6_K
 	s.gemmKPanel = gemmQ4KPanelsAVX2
 	s.quantizeQ8_K = quantizeQ8_K_amd64
 	s.dotF16 = dotF16_amd64

@@ -52,6 +52,7 @@ func hookKQuant(s *kernelSet) {
 	default:
 		return
 	}
+	s.gemmKTypes = 1<<Q4_K | 1<<Q6_K
 	s.quantizeQ8_K = quantizeQ8_K_arm64
 }
 

@@ -77,6 +77,18 @@ func activationFor(t Type) activation {
 		return activation{typ: Q8_K, dotQ: k.dotQ4_KQ8_K}
 	case Q6_K:
 		return activation{typ: Q8_K, dotQ: k.dotQ6_KQ8_K}
+	case Q4_1:
+		return activation{typ: Q8_1, dotQ: k.dotQ4_1Q8_1}
+	case Q5_0:
+		return activation{typ: Q8_0, dotQ: k.dotQ5_0Q8_0}
+	case Q5_1:
+		return activation{typ: Q8_1, dotQ: k.dotQ5_1Q8_1}
+	case IQ4_NL:
+		return activation{typ: Q8_0, dotQ: k.dotIQ4_NLQ8_0}
+	case Q3_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ3_KQ8_K}
+	case Q5_K:
+		return activation{typ: Q8_K, dotQ: k.dotQ5_KQ8_K}
 	case Q2_K:
 		return activation{typ: Q8_K, dotQ: k.dotQ2_KQ8_K}
 	case IQ4_XS:
@@ -262,11 +274,14 @@ func matMul(p *par.Pool, parts []matPart, x []float32, n int, buf *Scratch) {
 	*j = matJob{act: activationFor(m.Type), cols: m.Cols, x: x[:n*m.Cols], n: n, parts: parts}
 
 	switch j.act.typ {
-	case Q8_0, Q8_K:
+	case Q8_0, Q8_K, Q8_1:
 		j.arb = m.Cols / j.act.typ.BlockSize() * j.act.typ.BlockBytes()
 		j.quant8 = k.quantizeQ8_0
 		if j.act.typ == Q8_K {
 			j.quant8 = k.quantizeQ8_K
+		}
+		if j.act.typ == Q8_1 {
+			j.quant8 = k.quantizeQ8_1
 		}
 		buf.q = grow(buf.q, n*j.arb)
 		j.xq = buf.q
@@ -326,7 +341,7 @@ func (j *matJob) convert(lo, hi int) {
 	for i := lo; i < hi; i++ {
 		x := j.x[i*c : (i+1)*c]
 		switch j.act.typ {
-		case Q8_0, Q8_K:
+		case Q8_0, Q8_K, Q8_1:
 			j.quant8(x, j.xq[i*j.arb:(i+1)*j.arb])
 			if j.g != nil {
 				j.g.put(j.parts[0].m.Type, i, j.xq[i*j.arb:(i+1)*j.arb])
@@ -461,8 +476,9 @@ func (j *matJob) partRows(pt *matPart, lo, hi int) {
 		k.gemmKPanel(pt.panels, c/qkK, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}
-	if j.act.typ == Q8_K && k.gemmK != nil && (pt.m.Type == Q4_K || pt.m.Type == Q6_K) {
-		// Q4_K and Q6_K: every output, whatever n, is the per-row Go twin's.
+	if j.act.typ == Q8_K && k.hasGemmK(pt.m.Type) {
+		// Every output, whatever n, is the per-row Go twin's; types
+		// without batched kernels take the per-row loop below.
 		k.gemmK(pt.m.Type, pt.m.Data, pt.rb, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}

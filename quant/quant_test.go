@@ -319,7 +319,7 @@ func TestSizeErrors(t *testing.T) {
 	}{
 		{"short src", Dequantize(Q4_K, make([]byte, 143), make([]float32, 256)), "Q4_K"},
 		{"partial block", Dequantize(Q4_0, make([]byte, 100), make([]float32, 33)), "Q4_0"},
-		{"unsupported", Dequantize(Q5_K, make([]byte, 176), make([]float32, 256)), "Q5_K"},
+		{"unsupported", Dequantize(IQ1_S, make([]byte, 50), make([]float32, 256)), "IQ1_S"},
 		{"unknown", Dequantize(Type(99), nil, nil), "type(99)"},
 		{"short dst", Quantize(Q6_K, make([]float32, 256), make([]byte, 209)), "Q6_K"},
 		{"quantize partial", Quantize(Q8_0, make([]float32, 31), make([]byte, 100)), "Q8_0"},
@@ -334,7 +334,7 @@ func TestSizeErrors(t *testing.T) {
 			t.Errorf("%s: error %q does not name %s", c.name, c.err, c.mention)
 		}
 	}
-	if err := Dequantize(Q5_K, nil, nil); !errors.Is(err, ErrUnsupported) {
+	if err := Dequantize(IQ1_S, nil, nil); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unsupported type error %v is not ErrUnsupported", err)
 	}
 	// Extra bytes are fine.
@@ -348,8 +348,8 @@ func TestSizeErrors(t *testing.T) {
 	if _, err := NewMatrix(Q4_0, 3, 64, make([]byte, 3*36-1)); err == nil {
 		t.Error("NewMatrix accepted a short buffer")
 	}
-	if _, err := NewMatrix(Q5_0, 1, 32, make([]byte, 100)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("NewMatrix(Q5_0) error %v is not ErrUnsupported", err)
+	if _, err := NewMatrix(IQ2_XXS, 1, 256, make([]byte, 100)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewMatrix(IQ2_XXS) error %v is not ErrUnsupported", err)
 	}
 	m, err := NewMatrix(Q4_0, 3, 64, make([]byte, 3*36+5))
 	if err != nil || len(m.Data) != 3*36 || len(m.Row(2)) != 36 {

@@ -11,6 +11,9 @@ import (
 // Q8_0 and Q4_0 use ggml's reference quantizers (quantize_row_q8_0_ref,
 // quantize_row_q4_0_ref) and so produce the same bytes. Q4_K and Q6_K use
 // simpler quantizers than ggml's (no error search): a valid encoding whose
+// error is that of the bit width, but not ggml's bytes. Q3_K and Q5_K use
+// ggml's reference quantizers (quantize_row_q3_K_ref, quantize_row_q5_K_ref:
+// scale searches of make_q3_quants and make_qkx2_quants, k35.go). Quantize is meant for
 // error is that of the bit width, but not ggml's bytes. Q2_K and IQ4_XS
 // follow ggml's quantizers without an importance matrix (k2iq.go). Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
@@ -45,6 +48,22 @@ func Quantize(t Type, src []float32, dst []byte) error {
 	case Q6_K:
 		for b := 0; b < len(src)/qkK; b++ {
 			quantizeQ6_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q6_KBytes]byte)(dst[b*q6_KBytes:]))
+		}
+	case Q4_1:
+		quantizeQ4_1(src, dst)
+	case Q5_0:
+		quantizeQ5_0(src, dst)
+	case Q5_1:
+		quantizeQ5_1(src, dst)
+	case IQ4_NL:
+		quantizeIQ4_NL(src, dst)
+	case Q3_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ3_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q3_KBytes]byte)(dst[b*q3_KBytes:]))
+		}
+	case Q5_K:
+		for b := 0; b < len(src)/qkK; b++ {
+			quantizeQ5_KBlock((*[qkK]float32)(src[b*qkK:]), (*[q5_KBytes]byte)(dst[b*q5_KBytes:]))
 		}
 	case Q2_K:
 		for b := 0; b < len(src)/qkK; b++ {

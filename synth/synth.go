@@ -75,35 +75,16 @@ type Options struct {
 }
 
 // types are the matrix types Write can produce, largest first.
-var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q4_K, quant.Q4_0, quant.IQ4_XS, quant.Q2_K}
+var types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q6_K, quant.Q5_1, quant.Q5_0, quant.Q5_K, quant.Q4_1, quant.Q4_0, quant.IQ4_NL, quant.Q4_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K}
 
 // Types returns the matrix types Write can produce, largest first.
 func Types() []quant.Type { return append([]quant.Type(nil), types...) }
 
-// fileType is general.file_type (llama.cpp's LLAMA_FTYPE) for a file whose
-// matrices are all of one type.
+// fileType is general.file_type for a file whose matrices are all of type
+// t (every type synth writes has one).
 func fileType(t quant.Type) uint32 {
-	switch t {
-	case quant.F32:
-		return 0 // ALL_F32
-	case quant.F16:
-		return 1 // MOSTLY_F16
-	case quant.Q4_0:
-		return 2 // MOSTLY_Q4_0
-	case quant.Q8_0:
-		return 7 // MOSTLY_Q8_0
-	case quant.Q4_K:
-		return 14 // MOSTLY_Q4_K_S: the Q4_K file type with the fewest exceptions
-	case quant.Q6_K:
-		return 18 // MOSTLY_Q6_K
-	case quant.BF16:
-		return 32 // MOSTLY_BF16
-	case quant.Q2_K:
-		return 10 // MOSTLY_Q2_K
-	case quant.IQ4_XS:
-		return 30 // MOSTLY_IQ4_XS
-	}
-	return 0
+	ft, _ := gguf.FileTypeFor(t)
+	return ft
 }
 
 func supportedType(t quant.Type) bool {

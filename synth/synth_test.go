@@ -355,9 +355,9 @@ func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.gguf")
 
-	err := WriteFile(path, Options{Shape: s, Type: quant.Q5_K, Vocab: vocab})
-	if err == nil || !strings.Contains(err.Error(), "Q5_K") {
-		t.Errorf("Q5_K: %v", err)
+	err := WriteFile(path, Options{Shape: s, Type: quant.IQ1_S, Vocab: vocab})
+	if err == nil || !strings.Contains(err.Error(), "IQ1_S") {
+		t.Errorf("IQ1_S: %v", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("files left after an error: %v", ents)

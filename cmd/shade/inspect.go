@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,13 @@ type inspectReport struct {
 	Parameters   uint64            `json:"parameters"`
 	FileBytes    uint64            `json:"file_bytes"`
 	BytesByType  map[string]uint64 `json:"bytes_by_type"`
+	// FileType names general.file_type as llama.cpp does ("Q4_K_M").
+	FileType string `json:"file_type,omitempty"`
+	// TensorsByType counts the tensors of each type.
+	TensorsByType map[string]int `json:"tensors_by_type"`
+	// NotComputed lists the tensor types shade cannot compute with: such
+	// a file is refused at load, naming the first tensor of one.
+	NotComputed []string `json:"not_computed,omitempty"`
 }
 
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,8 +66,11 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer f.Close()
 	r := inspectReport{Path: pos[0], Version: f.Version, FileBytes: f.Size,
-		Tokenizer: map[string]any{}, Metadata: map[string]any{}, BytesByType: map[string]uint64{}}
+		Tokenizer: map[string]any{}, Metadata: map[string]any{}, BytesByType: map[string]uint64{}, TensorsByType: map[string]int{}}
 	r.Architecture, _ = f.Meta.String("general.architecture")
+	if ft, err := f.Meta.Uint32("general.file_type"); err == nil {
+		r.FileType = gguf.FileTypeName(ft)
+	}
 	if c, err := model.ReadConfig(f); err == nil {
 		r.Config = c
 		if ti, ok := f.Tensor("token_embd.weight"); ok && len(ti.Dims) == 2 {
@@ -87,6 +98,9 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		r.TensorBytes += ti.Size
 		r.Parameters += ti.Elements()
 		r.BytesByType[ti.Type.String()] += ti.Size
+		if r.TensorsByType[ti.Type.String()]++; !ti.Type.Supported() && !slices.Contains(r.NotComputed, ti.Type.String()) {
+			r.NotComputed = append(r.NotComputed, ti.Type.String())
+		}
 	}
 	r.TensorCount = len(r.Tensors)
 	if *asJSON {
@@ -147,6 +161,7 @@ func printInspect(w io.Writer, r *inspectReport) {
 	fmt.Fprintf(w, "tokenizer     %s, pre %s, %s tokens, bos %s, eos %s\n",
 		cleanV(orDash(r.Tokenizer["ggml.model"])), cleanV(orDash(r.Tokenizer["ggml.pre"])), cleanV(vocabLen(r.Tokenizer["ggml.tokens"])),
 		cleanV(orDash(r.Tokenizer["ggml.bos_token_id"])), cleanV(orDash(r.Tokenizer["ggml.eos_token_id"])))
+	printTypes(w, r)
 	keys := make([]string, 0, len(r.Metadata))
 	for k := range r.Metadata {
 		keys = append(keys, k)
@@ -173,6 +188,42 @@ func printInspect(w io.Writer, r *inspectReport) {
 		parts = append(parts, fmt.Sprintf("%s %s", t, human(r.BytesByType[t])))
 	}
 	fmt.Fprintf(w, "\ntotal         %d tensors, %.3g M parameters, %s (%s)\n", r.TensorCount, float64(r.Parameters)/1e6, human(r.TensorBytes), strings.Join(parts, ", "))
+}
+
+// printTypes writes the line saying what the file's matrices are: its file
+// type's name, how many tensors of each type (most first), and the types
+// shade would refuse.
+func printTypes(w io.Writer, r *inspectReport) {
+	types := make([]string, 0, len(r.TensorsByType))
+	for t := range r.TensorsByType {
+		types = append(types, t)
+	}
+	sort.Slice(types, func(i, j int) bool {
+		a, b := types[i], types[j]
+		if r.TensorsByType[a] != r.TensorsByType[b] {
+			return r.TensorsByType[a] > r.TensorsByType[b]
+		}
+		return a < b
+	})
+	var counts []string
+	for i, t := range types {
+		unit := ""
+		if i == 0 {
+			unit = " tensors"
+			if r.TensorsByType[t] == 1 {
+				unit = " tensor"
+			}
+		}
+		counts = append(counts, fmt.Sprintf("%s %d%s", t, r.TensorsByType[t], unit))
+	}
+	line := strings.Join(counts, ", ")
+	if r.FileType != "" {
+		line = clean(r.FileType) + ": " + line
+	}
+	if len(r.NotComputed) > 0 {
+		line += "; shade does not compute " + strings.Join(r.NotComputed, ", ") + " (the file is refused at load)"
+	}
+	fmt.Fprintf(w, "types         %s\n", line)
 }
 
 // clean makes text from a file safe to print on a terminal: control

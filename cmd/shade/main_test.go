@@ -11,6 +11,9 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"shade/gguf"
+	"shade/quant"
 )
 
 const shared = "../../../shared/testdata"
@@ -120,7 +123,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"inspect"}, 2, "Usage"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"synth", "--shape", "nope", "-o", filepath.Join(dir, "x.gguf")}, 1, "llama3-8b"},
-		{[]string{"synth", "--shape", "tiny", "--type", "Q5_K", "-o", filepath.Join(dir, "x.gguf")}, 1, "Q5_K"},
+		{[]string{"synth", "--shape", "tiny", "--type", "IQ1_S", "-o", filepath.Join(dir, "x.gguf")}, 1, "IQ1_S"},
 		{[]string{"perplexity", "-m", model, "-f", filepath.Join(dir, "missing.txt")}, 1, "no such file"},
 	}
 	for _, tc := range cases {
@@ -137,15 +140,51 @@ func TestInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	for _, want := range []string{"qwen3", "head dim 32", "q/k norm", "blk.0.attn_q_norm.weight", "Q8_0", "gpt2"} {
+	for _, want := range []string{"qwen3", "head dim 32", "q/k norm", "blk.0.attn_q_norm.weight", "Q8_0", "gpt2", "\ntypes         Q8_0: Q8_0 "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect output lacks %q", want)
 		}
 	}
 	code, out, _ = shade(t, "inspect", "--json", model)
 	var r inspectReport
-	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Config == nil || r.Config.HeadDim != 32 || r.TensorCount != len(r.Tensors) || r.TensorCount == 0 {
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Config == nil || r.Config.HeadDim != 32 || r.TensorCount != len(r.Tensors) || r.TensorCount == 0 ||
+		r.FileType != "Q8_0" || r.TensorsByType["Q8_0"] == 0 || len(r.NotComputed) != 0 {
 		t.Errorf("inspect --json: exit %d, %+v", code, r)
+	}
+}
+
+// TestInspectNotComputed: a file holding a tensor type shade has no kernels
+// for is inspected, and inspect says which type would make loading refuse it.
+func TestInspectNotComputed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "iq2.gguf")
+	var buf bytes.Buffer
+	w := gguf.NewWriter(&buf)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Set("general.architecture", "llama"))
+	must(w.Set("general.file_type", uint32(19)))
+	must(w.AddTensor("blk.0.ffn_down.weight", quant.IQ2_XXS, 256, 2))
+	must(w.AddTensor("blk.0.ffn_norm.weight", quant.F32, 256))
+	must(w.WriteHeader())
+	_, err := w.Write(make([]byte, 2*quant.IQ2_XXS.BlockBytes()+256*4))
+	must(err)
+	must(w.Close())
+	must(os.WriteFile(path, buf.Bytes(), 0o644))
+	code, out, errOut := shade(t, "inspect", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "types         IQ2_XXS: F32 1 tensor, IQ2_XXS 1; shade does not compute IQ2_XXS"; !strings.Contains(out, want) {
+		t.Errorf("inspect output lacks %q:\n%s", want, out)
+	}
+	code, out, _ = shade(t, "inspect", "--json", path)
+	var r inspectReport
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !slices.Equal(r.NotComputed, []string{"IQ2_XXS"}) || r.FileType != "IQ2_XXS" {
+		t.Errorf("inspect --json: exit %d, file type %q, not computed %v", code, r.FileType, r.NotComputed)
 	}
 }
 

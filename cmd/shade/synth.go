@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,11 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("synth", "synth --shape NAME [--type TYPE] [--vocab VOCAB.gguf] [--tail-from K --tail-scale S] -o FILE\n"+
 		"       shade synth --draft-of TARGET.gguf --layers K [--agreement N] -o FILE", stderr)
 	shapeName := fs.String("shape", "", "model shape: "+strings.Join(names, ", "))
-	typeName := fs.String("type", "Q4_0", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q6_K, IQ4_XS")
+	var types []string
+	for _, t := range synth.Types() {
+		types = append(types, t.String())
+	}
+	typeName := fs.String("type", "Q4_0", "matrix type: "+strings.Join(types, ", "))
 	vocabPath := fs.String("vocab", "", "GGUF `file` whose tokenizer.* keys to copy (e.g. ../shared/testdata/tokenizer/ggml-vocab-llama3.gguf); default: the built-in 512-token demo vocabulary")
 	tailFrom := fs.Int("tail-from", 0, "with --tail-scale: scale the output projections (attn_output, ffn_down) of layers `K` and up, so that a K-layer draft (--draft-of … --layers K) agrees with the model more often")
 	tailScale := fs.Float64("tail-scale", 1, "scale `S` ≥ 0 of the layers from --tail-from: 1 leaves them as they are, 0 makes them add nothing (the K-layer draft then always agrees)")
@@ -80,8 +85,8 @@ func cmdSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if !typ.Supported() {
-		return fmt.Errorf("type %v is not one shade computes with", typ)
+	if !slices.Contains(synth.Types(), typ) {
+		return fmt.Errorf("--type %v: matrices can be %s", typ, strings.Join(types, ", "))
 	}
 	if set["tail-scale"] && !set["tail-from"] {
 		return errors.New("--tail-scale needs --tail-from K: the first layer to scale")

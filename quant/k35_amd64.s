@@ -1,0 +1,406 @@
+//go:build amd64 && !noasm && gc
+
+#include "textflag.h"
+
+// AVX2 Q3_K and Q5_K kernels against Q8_K activations (wrappers and the
+// contract in k35_amd64.go). Each takes one weight row of nb > 0
+// super-blocks and c > 0 activation rows arb bytes apart, and writes
+// output i at y + i*ys*4. A super-block of weights is unpacked once, into
+// Y0..Y7 (its 256 levels as unsigned bytes) and the stack (its scales as
+// int16 vectors), then applied to each activation row: so the rows of a
+// batch share the unpacking, and each output is the Go twin's bits
+// whatever c. Per super-block and row the integer sums are exact int32
+// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating), reduced
+// to one scalar; the float32 steps are the twin's, in its order, each
+// rounded alone (no FMA).
+
+// k35bcast<>+32j broadcasts int16 word j of a lane pair to all 16 words.
+DATA k35bcast<>+0x00(SB)/8, $0x0100010001000100
+DATA k35bcast<>+0x08(SB)/8, $0x0100010001000100
+DATA k35bcast<>+0x10(SB)/8, $0x0100010001000100
+DATA k35bcast<>+0x18(SB)/8, $0x0100010001000100
+DATA k35bcast<>+0x20(SB)/8, $0x0302030203020302
+DATA k35bcast<>+0x28(SB)/8, $0x0302030203020302
+DATA k35bcast<>+0x30(SB)/8, $0x0302030203020302
+DATA k35bcast<>+0x38(SB)/8, $0x0302030203020302
+DATA k35bcast<>+0x40(SB)/8, $0x0504050405040504
+DATA k35bcast<>+0x48(SB)/8, $0x0504050405040504
+DATA k35bcast<>+0x50(SB)/8, $0x0504050405040504
+DATA k35bcast<>+0x58(SB)/8, $0x0504050405040504
+DATA k35bcast<>+0x60(SB)/8, $0x0706070607060706
+DATA k35bcast<>+0x68(SB)/8, $0x0706070607060706
+DATA k35bcast<>+0x70(SB)/8, $0x0706070607060706
+DATA k35bcast<>+0x78(SB)/8, $0x0706070607060706
+DATA k35bcast<>+0x80(SB)/8, $0x0908090809080908
+DATA k35bcast<>+0x88(SB)/8, $0x0908090809080908
+DATA k35bcast<>+0x90(SB)/8, $0x0908090809080908
+DATA k35bcast<>+0x98(SB)/8, $0x0908090809080908
+DATA k35bcast<>+0xa0(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k35bcast<>+0xa8(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k35bcast<>+0xb0(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k35bcast<>+0xb8(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k35bcast<>+0xc0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k35bcast<>+0xc8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k35bcast<>+0xd0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k35bcast<>+0xd8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k35bcast<>+0xe0(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k35bcast<>+0xe8(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k35bcast<>+0xf0(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k35bcast<>+0xf8(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k35bcast<>(SB), RODATA|NOPTR, $256
+
+// k3pair<>+16j picks byte 2j into bytes 0..7 and byte 2j+1 into 8..15:
+// the Q3_K scales of one 32-value chunk, for VPMOVSXBW.
+DATA k3pair<>+0x00(SB)/8, $0x0000000000000000
+DATA k3pair<>+0x08(SB)/8, $0x0101010101010101
+DATA k3pair<>+0x10(SB)/8, $0x0202020202020202
+DATA k3pair<>+0x18(SB)/8, $0x0303030303030303
+DATA k3pair<>+0x20(SB)/8, $0x0404040404040404
+DATA k3pair<>+0x28(SB)/8, $0x0505050505050505
+DATA k3pair<>+0x30(SB)/8, $0x0606060606060606
+DATA k3pair<>+0x38(SB)/8, $0x0707070707070707
+DATA k3pair<>+0x40(SB)/8, $0x0808080808080808
+DATA k3pair<>+0x48(SB)/8, $0x0909090909090909
+DATA k3pair<>+0x50(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA k3pair<>+0x58(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA k3pair<>+0x60(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA k3pair<>+0x68(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA k3pair<>+0x70(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA k3pair<>+0x78(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL k3pair<>(SB), RODATA|NOPTR, $128
+
+// HBIT moves one bit of each byte of Y13 (qh or hmask) to the bit Y14
+// masks and ORs it into dst: shift is the word shift that does so (bits do
+// not cross bytes for the shifts used).
+#define HBIT(shift, n, dst) \
+	shift $n, Y13, Y11; \
+	VPAND Y14, Y11, Y11; \
+	VPOR  Y11, dst, dst
+
+// SCALEVEC stores at off(SP), off = 32j, the int16 vector of scale j: the
+// byte pair pattern k35bcast<>+off applied to the words in both lanes of Y9.
+#define SCALEVEC(off) \
+	VPSHUFB k35bcast<>+off(SB), Y9, Y10; \
+	VMOVDQU Y10, off(SP)
+
+// CHUNK adds to Y8 the scaled sums of chunk j (32 values) of the
+// activation row at R12: levels in u, activations at aoff(R12) (4+32j),
+// scale vector at soff(SP) (32j).
+#define CHUNK(u, aoff, soff, t) \
+	VPMADDUBSW aoff(R12), u, t; \
+	VPMADDWD   soff(SP), t, t; \
+	VPADDD     t, Y8, Y8
+
+// func q5kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+TEXT ·q5kRowAVX2(SB), NOSPLIT, $288-56
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), DX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+
+	MOVQ  DX, R13
+	MOVQ  R10, R11
+	XORL  AX, AX
+q5clear:
+	MOVL AX, (R13)
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  q5clear
+
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x10101010, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+q5block:
+	// Levels: nibbles of qs, the fifth bit from qh (bit i/32 of byte i%32).
+	VMOVDQU 16(SI), Y13
+	VMOVDQU 48(SI), Y12
+	VPAND   Y15, Y12, Y0
+	VPSRLW  $4, Y12, Y1
+	VPAND   Y15, Y1, Y1
+	HBIT(VPSLLW, 4, Y0)
+	HBIT(VPSLLW, 3, Y1)
+	VMOVDQU 80(SI), Y12
+	VPAND   Y15, Y12, Y2
+	VPSRLW  $4, Y12, Y3
+	VPAND   Y15, Y3, Y3
+	HBIT(VPSLLW, 2, Y2)
+	HBIT(VPSLLW, 1, Y3)
+	VMOVDQU 112(SI), Y12
+	VPAND   Y15, Y12, Y4
+	VPSRLW  $4, Y12, Y5
+	VPAND   Y15, Y5, Y5
+	VPAND   Y14, Y13, Y11
+	VPOR    Y11, Y4, Y4
+	HBIT(VPSRLW, 1, Y5)
+	VMOVDQU 144(SI), Y12
+	VPAND   Y15, Y12, Y6
+	VPSRLW  $4, Y12, Y7
+	VPAND   Y15, Y7, Y7
+	HBIT(VPSRLW, 2, Y6)
+	HBIT(VPSRLW, 3, Y7)
+
+	// Scales and mins as scaleMinK4: scales 0..3 in AX, 4..7 in R11,
+	// mins 0..3 in BX, 4..7 in R14.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), R14
+	MOVL R14, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL AX, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	ANDL $0x3f3f3f3f, AX
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	MOVL BX, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R14
+	ANDL $0x3f3f3f3f, BX
+	VMOVD     AX, X8
+	VPINSRD   $1, R11, X8, X8
+	VPINSRD   $2, BX, X8, X8
+	VPINSRD   $3, R14, X8, X8
+	VPMOVZXBW X8, Y8 // words 0..7 scales, 8..15 mins
+	VPERMQ    $0x44, Y8, Y9
+	SCALEVEC(0)
+	SCALEVEC(32)
+	SCALEVEC(64)
+	SCALEVEC(96)
+	SCALEVEC(128)
+	SCALEVEC(160)
+	SCALEVEC(192)
+	SCALEVEC(224)
+	// Min j against bsums 2j and 2j+1.
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD   X9, X9, X10
+	VPUNPCKHWD   X9, X9, X11
+	VINSERTI128  $1, X11, Y10, Y10
+	VMOVDQU      Y10, 256(SP)
+
+	VMOVD     0(SI), X12
+	VCVTPH2PS X12, X12 // d, dmin
+
+	MOVQ DI, R12
+	MOVQ DX, R13
+	MOVQ R10, R11
+q5act:
+	VPMADDUBSW 4(R12), Y0, Y8
+	VPMADDWD   0(SP), Y8, Y8
+	CHUNK(Y1, 36, 32, Y9)
+	CHUNK(Y2, 68, 64, Y10)
+	CHUNK(Y3, 100, 96, Y9)
+	CHUNK(Y4, 132, 128, Y10)
+	CHUNK(Y5, 164, 160, Y9)
+	CHUNK(Y6, 196, 192, Y10)
+	CHUNK(Y7, 228, 224, Y9)
+	VMOVDQU      260(R12), Y11
+	VPMADDWD     256(SP), Y11, Y11
+	VEXTRACTI128 $1, Y8, X10
+	VPADDD       X10, X8, X8
+	VEXTRACTI128 $1, Y11, X10
+	VPADDD       X10, X11, X11
+	VPHADDD      X11, X8, X8
+	VPHADDD      X8, X8, X8 // Σ scale·q5·q8, Σ min·bsum, ...
+	VCVTDQ2PS    X8, X8
+	VBROADCASTSS 0(R12), X10
+	VMULPS       X12, X10, X10 // d·dy, dmin·dy
+	VMULPS       X10, X8, X8
+	VMOVSS       (R13), X10
+	VADDSS       X8, X10, X10
+	VMOVSHDUP    X8, X9
+	VSUBSS       X9, X10, X10
+	VMOVSS       X10, (R13)
+	ADDQ         R8, R12
+	ADDQ         R9, R13
+	DECQ         R11
+	JNZ          q5act
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q5block
+	VZEROUPPER
+	RET
+
+// func q3kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+TEXT ·q3kRowAVX2(SB), NOSPLIT, $288-56
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), DX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+
+	MOVQ  DX, R13
+	MOVQ  R10, R11
+	XORL  AX, AX
+q3clear:
+	MOVL AX, (R13)
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  q3clear
+
+	MOVL         $0x03030303, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x04040404, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+q3block:
+	// Levels u = q3+4 in 0..7: 2 bits of qs, the third from hmask (bit
+	// i/32 of byte i%32), so Σ q3·q8 = Σ u·q8 - 4·Σ q8 (the bsums).
+	VMOVDQU 0(SI), Y13
+	VMOVDQU 32(SI), Y12
+	VPAND   Y15, Y12, Y0
+	VPSRLW  $2, Y12, Y1
+	VPAND   Y15, Y1, Y1
+	VPSRLW  $4, Y12, Y2
+	VPAND   Y15, Y2, Y2
+	VPSRLW  $6, Y12, Y3
+	VPAND   Y15, Y3, Y3
+	HBIT(VPSLLW, 2, Y0)
+	HBIT(VPSLLW, 1, Y1)
+	VPAND   Y14, Y13, Y11
+	VPOR    Y11, Y2, Y2
+	HBIT(VPSRLW, 1, Y3)
+	VMOVDQU 64(SI), Y12
+	VPAND   Y15, Y12, Y4
+	VPSRLW  $2, Y12, Y5
+	VPAND   Y15, Y5, Y5
+	VPSRLW  $4, Y12, Y6
+	VPAND   Y15, Y6, Y6
+	VPSRLW  $6, Y12, Y7
+	VPAND   Y15, Y7, Y7
+	HBIT(VPSRLW, 2, Y4)
+	HBIT(VPSRLW, 3, Y5)
+	HBIT(VPSRLW, 4, Y6)
+	HBIT(VPSRLW, 5, Y7)
+
+	// The 16 scales as q3kScales, ggml's kmask shuffle: bytes 0..3 of
+	// scales 0..3 in R11, then 4..7, 8..11, 12..15, less 32.
+	MOVL    96(SI), AX
+	MOVL    100(SI), BX
+	MOVL    104(SI), R14
+	MOVL    R14, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    AX, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VMOVD   R11, X8
+	MOVL    R14, R12
+	SHRL    $2, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    BX, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $1, R11, X8, X8
+	MOVL    R14, R12
+	SHRL    $4, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    AX, R11
+	SHRL    $4, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $2, R11, X8, X8
+	MOVL    R14, R12
+	SHRL    $6, R12
+	ANDL    $0x03030303, R12
+	SHLL    $4, R12
+	MOVL    BX, R11
+	SHRL    $4, R11
+	ANDL    $0x0f0f0f0f, R11
+	ORL     R12, R11
+	VPINSRD $3, R11, X8, X8
+	MOVL    $0x20202020, R11
+	VMOVD   R11, X9
+	VPBROADCASTD X9, X9
+	VPSUBB  X9, X8, X8
+
+	// Chunk j of 32 values has scale 2j on its first 16, 2j+1 on the rest.
+	VPSHUFB   k3pair<>+0x00(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 0(SP)
+	VPSHUFB   k3pair<>+0x10(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 32(SP)
+	VPSHUFB   k3pair<>+0x20(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 64(SP)
+	VPSHUFB   k3pair<>+0x30(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 96(SP)
+	VPSHUFB   k3pair<>+0x40(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 128(SP)
+	VPSHUFB   k3pair<>+0x50(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 160(SP)
+	VPSHUFB   k3pair<>+0x60(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 192(SP)
+	VPSHUFB   k3pair<>+0x70(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU   Y9, 224(SP)
+	// Scale k against bsum k.
+	VPMOVSXBW X8, Y9
+	VMOVDQU   Y9, 256(SP)
+
+	MOVWLZX   108(SI), R11
+	VMOVD     R11, X12
+	VCVTPH2PS X12, X12 // d
+
+	MOVQ DI, R12
+	MOVQ DX, R13
+	MOVQ R10, R11
+q3act:
+	VPMADDUBSW 4(R12), Y0, Y8
+	VPMADDWD   0(SP), Y8, Y8
+	CHUNK(Y1, 36, 32, Y9)
+	CHUNK(Y2, 68, 64, Y10)
+	CHUNK(Y3, 100, 96, Y9)
+	CHUNK(Y4, 132, 128, Y10)
+	CHUNK(Y5, 164, 160, Y9)
+	CHUNK(Y6, 196, 192, Y10)
+	CHUNK(Y7, 228, 224, Y9)
+	VMOVDQU      260(R12), Y11
+	VPMADDWD     256(SP), Y11, Y11
+	VPSLLD       $2, Y11, Y11
+	VPSUBD       Y11, Y8, Y8
+	VEXTRACTI128 $1, Y8, X10
+	VPADDD       X10, X8, X8
+	VPHADDD      X8, X8, X8
+	VPHADDD      X8, X8, X8
+	VCVTDQ2PS    X8, X8
+	VMULSS       0(R12), X12, X10 // d·dy
+	VMULSS       X10, X8, X8
+	VADDSS       (R13), X8, X8
+	VMOVSS       X8, (R13)
+	ADDQ         R8, R12
+	ADDQ         R9, R13
+	DECQ         R11
+	JNZ          q3act
+
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q3block
+	VZEROUPPER
+	RET

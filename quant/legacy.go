@@ -1,0 +1,374 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// The legacy 32-value block types Q4_1, Q5_0, Q5_1, the non-linear IQ4_NL,
+// and Q8_1, the activations Q4_1 and Q5_1 pair with, as in ggml-common.h:
+//
+//	block_q4_1 (20 bytes): f16 d; f16 m; 16 bytes of nibbles (byte j: value
+//	    j low, value j+16 high); x = q*d + m.
+//	block_q5_0 (22 bytes): f16 d; 4 bytes qh (bit j is the fifth bit of
+//	    value j); 16 bytes of nibbles as Q4_1; x = (q-16)*d.
+//	block_q5_1 (24 bytes): f16 d; f16 m; qh; nibbles; x = q*d + m.
+//	block_iq4_nl (18 bytes): f16 d; nibbles indexing iq4nlValues;
+//	    x = d*iq4nlValues[q].
+//	block_q8_1 (36 bytes): f16 d; f16 s = d*Σq (d before rounding); 32 int8
+//	    q. Only used for activations.
+//
+// The dot products pair Q4_1 and Q5_1 with Q8_1 (the activations' sum s
+// carries the weights' offset m: Σ(q*d+m)*y = d*dy*Σq*qy + m*s) and Q5_0 and
+// IQ4_NL with Q8_0, as ggml's CPU backend does.
+const (
+	qk4_1      = 32
+	q4_1Bytes  = 20
+	q5_0Bytes  = 22
+	q5_1Bytes  = 24
+	iq4nlBytes = 18
+	q8_1Bytes  = 36
+)
+
+// iq4nlValues is ggml's kvalues_iq4nl: the 16 levels of IQ4_NL, denser near
+// zero where weights are.
+var iq4nlValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+func dequantizeQ4_1(src []byte, dst []float32) {
+	for b := 0; b < len(dst)/qk4_1; b++ {
+		x := (*[q4_1Bytes]byte)(src[b*q4_1Bytes:])
+		y := (*[qk4_1]float32)(dst[b*qk4_1:])
+		d, m := f16At(x[0:]), f16At(x[2:])
+		for j := 0; j < 16; j++ {
+			// Rounded before the add so that no build fuses it.
+			y[j] = float32(float32(x[4+j]&0xf)*d) + m
+			y[j+16] = float32(float32(x[4+j]>>4)*d) + m
+		}
+	}
+}
+
+func dequantizeQ5_0(src []byte, dst []float32) {
+	for b := 0; b < len(dst)/qk4_1; b++ {
+		x := (*[q5_0Bytes]byte)(src[b*q5_0Bytes:])
+		y := (*[qk4_1]float32)(dst[b*qk4_1:])
+		d := f16At(x[0:])
+		qh := binary.LittleEndian.Uint32(x[2:])
+		for j := 0; j < 16; j++ {
+			q0 := int32(x[6+j]&0xf|byte(qh>>j&1)<<4) - 16
+			q1 := int32(x[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+			y[j] = float32(q0) * d
+			y[j+16] = float32(q1) * d
+		}
+	}
+}
+
+func dequantizeQ5_1(src []byte, dst []float32) {
+	for b := 0; b < len(dst)/qk4_1; b++ {
+		x := (*[q5_1Bytes]byte)(src[b*q5_1Bytes:])
+		y := (*[qk4_1]float32)(dst[b*qk4_1:])
+		d, m := f16At(x[0:]), f16At(x[2:])
+		qh := binary.LittleEndian.Uint32(x[4:])
+		for j := 0; j < 16; j++ {
+			q0 := x[8+j]&0xf | byte(qh>>j&1)<<4
+			q1 := x[8+j]>>4 | byte(qh>>(j+16)&1)<<4
+			y[j] = float32(float32(q0)*d) + m
+			y[j+16] = float32(float32(q1)*d) + m
+		}
+	}
+}
+
+func dequantizeIQ4_NL(src []byte, dst []float32) {
+	for b := 0; b < len(dst)/qk4_1; b++ {
+		x := (*[iq4nlBytes]byte)(src[b*iq4nlBytes:])
+		y := (*[qk4_1]float32)(dst[b*qk4_1:])
+		d := f16At(x[0:])
+		for j := 0; j < 16; j++ {
+			y[j] = d * float32(iq4nlValues[x[2+j]&0xf])
+			y[j+16] = d * float32(iq4nlValues[x[2+j]>>4])
+		}
+	}
+}
+
+// minMax returns the smallest and largest of x as ggml's Q4_1 and Q5_1
+// quantizers find them (NaNs are skipped).
+func minMax(x []float32) (lo, hi float32) {
+	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	for _, v := range x {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+// signedMax returns the value of largest magnitude in x, the first if
+// several tie, as ggml's Q4_0 and Q5_0 quantizers pick it.
+func signedMax(x []float32) (amax, mx float32) {
+	for _, v := range x {
+		if amax < abs32(v) {
+			amax, mx = abs32(v), v
+		}
+	}
+	return amax, mx
+}
+
+// quantizeQ4_1 is ggml's quantize_row_q4_1_ref: d = (max-min)/15, m = min,
+// q = min(15, trunc((x-min)/d + 0.5)).
+func quantizeQ4_1(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk4_1; b++ {
+		xb := (*[qk4_1]float32)(x[b*qk4_1:])
+		y := (*[q4_1Bytes]byte)(dst[b*q4_1Bytes:])
+		lo, hi := minMax(xb[:])
+		d := (hi - lo) / 15
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		binary.LittleEndian.PutUint16(y[2:], F32ToF16(lo))
+		for j := 0; j < 16; j++ {
+			q0 := min(15, int32(float32((xb[j]-lo)*id)+0.5))
+			q1 := min(15, int32(float32((xb[j+16]-lo)*id)+0.5))
+			y[4+j] = byte(q0) | byte(q1)<<4
+		}
+	}
+}
+
+// quantizeQ5_0 is ggml's quantize_row_q5_0_ref: the value of largest
+// magnitude maps to -16, d = max/-16, q = min(31, trunc(x/d + 16.5)).
+func quantizeQ5_0(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk4_1; b++ {
+		xb := (*[qk4_1]float32)(x[b*qk4_1:])
+		y := (*[q5_0Bytes]byte)(dst[b*q5_0Bytes:])
+		_, mx := signedMax(xb[:])
+		d := mx / -16
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		var qh uint32
+		for j := 0; j < 16; j++ {
+			q0 := byte(min(31, int32(float32(xb[j]*id)+16.5)))
+			q1 := byte(min(31, int32(float32(xb[j+16]*id)+16.5)))
+			y[6+j] = q0&0xf | q1<<4
+			qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
+		}
+		binary.LittleEndian.PutUint32(y[2:], qh)
+	}
+}
+
+// quantizeQ5_1 is ggml's quantize_row_q5_1_ref: d = (max-min)/31, m = min,
+// q = trunc((x-min)/d + 0.5), at most 31 since d rounds the span's top to 31.
+func quantizeQ5_1(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk4_1; b++ {
+		xb := (*[qk4_1]float32)(x[b*qk4_1:])
+		y := (*[q5_1Bytes]byte)(dst[b*q5_1Bytes:])
+		lo, hi := minMax(xb[:])
+		d := (hi - lo) / 31
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		binary.LittleEndian.PutUint16(y[2:], F32ToF16(lo))
+		var qh uint32
+		for j := 0; j < 16; j++ {
+			q0 := byte(int32(float32((xb[j]-lo)*id) + 0.5))
+			q1 := byte(int32(float32((xb[j+16]-lo)*id) + 0.5))
+			y[8+j] = q0&0xf | q1<<4
+			qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
+		}
+		binary.LittleEndian.PutUint32(y[4:], qh)
+	}
+}
+
+// quantizeQ8_1 is ggml's quantize_row_q8_1_ref: quantizeQ8_0's d and q, and
+// s = d*Σq with d before its rounding to f16.
+func quantizeQ8_1(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk4_1; b++ {
+		xb := (*[qk4_1]float32)(x[b*qk4_1:])
+		y := (*[q8_1Bytes]byte)(dst[b*q8_1Bytes:])
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		var sum int32
+		for j, v := range xb {
+			q := int8(roundAway(v * id))
+			y[4+j] = byte(q)
+			sum += int32(q)
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		binary.LittleEndian.PutUint16(y[2:], F32ToF16(float32(sum)*d))
+	}
+}
+
+// iq4nlIndex is ggml's best_index_int8 over iq4nlValues: the index of the
+// level nearest x, the upper one on a tie; 15 for NaN.
+func iq4nlIndex(x float32) int {
+	v := &iq4nlValues
+	if x <= float32(v[0]) {
+		return 0
+	}
+	if x >= float32(v[15]) {
+		return 15
+	}
+	lo, hi := 0, 15
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if x < float32(v[mid]) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if x-float32(v[hi-1]) < float32(v[hi])-x {
+		return hi - 1
+	}
+	return hi
+}
+
+// iq4nlTries is how far quantizeIQ4_NL moves the inverse scale's numerator
+// from 127 in whole steps, as llama-quantize calls ggml (quantize_iq4_nl,
+// ntry 7).
+const iq4nlTries = 7
+
+// quantizeIQ4_NL is ggml's quantize_iq4_nl without an importance matrix
+// (what llama-quantize writes when given none): per block, weights x², a
+// first scale from the largest magnitude, then the least-squares scale
+// d = Σwqx/Σwq² for the levels picked at each inverse scale (t-127)/max,
+// t in [-7, 7], keeping the one that explains most (Σwqx²/Σwq²); the values
+// are then picked again against the kept scale.
+func quantizeIQ4_NL(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk4_1; b++ {
+		quantizeIQ4_NLBlock((*[qk4_1]float32)(x[b*qk4_1:]), (*[iq4nlBytes]byte)(dst[b*iq4nlBytes:]))
+	}
+}
+
+func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
+	var w [qk4_1]float32
+	for j, v := range xb {
+		w[j] = v * v
+	}
+	amax, mx := signedMax(xb[:])
+	var d float32
+	if amax >= 1e-15 { // ggml's GROUP_MAX_EPS: below it the block is zero
+		// sums returns Σwqx and Σwq² for the levels nearest id*x.
+		sums := func(id float32) (sqx, sq2 float32) {
+			for j, v := range xb {
+				q := float32(iq4nlValues[iq4nlIndex(id*v)])
+				wq := w[j] * q
+				// Each product rounded alone, so that no build fuses it
+				// into the sum.
+				sqx += float32(wq * v)
+				sq2 += float32(wq * q)
+			}
+			return sqx, sq2
+		}
+		d = -mx / float32(iq4nlValues[0])
+		sqx, sq2 := sums(1 / d)
+		d = sqx / sq2
+		best := d * sqx
+		for t := -iq4nlTries; t <= iq4nlTries; t++ {
+			sqx, sq2 := sums(float32(t+int(iq4nlValues[0])) / mx)
+			if sq2 > 0 && float32(sqx*sqx) > float32(best*sq2) {
+				d = sqx / sq2
+				best = d * sqx
+			}
+		}
+	}
+	binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for j := 0; j < 16; j++ {
+		y[2+j] = byte(iq4nlIndex(id*xb[j])) | byte(iq4nlIndex(id*xb[j+16]))<<4
+	}
+}
+
+// dotQ4_1Q8_1Go is ggml_vec_dot_q4_1_q8_1: per block of 32,
+// sum += (d*dy)*Σq*qy + m*s, each product rounded alone.
+func dotQ4_1Q8_1Go(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q4_1Bytes
+	for b := 0; b < nb; b++ {
+		x := (*[q4_1Bytes]byte)(w[b*q4_1Bytes:])
+		y := (*[q8_1Bytes]byte)(a[b*q8_1Bytes:])
+		var sumi int32
+		for j := 0; j < 16; j++ {
+			sumi += int32(x[4+j]&0xf)*int32(int8(y[4+j])) + int32(x[4+j]>>4)*int32(int8(y[20+j]))
+		}
+		d := f16At(x[0:]) * f16At(y[0:])
+		sum += float32(d*float32(sumi)) + float32(f16At(x[2:])*f16At(y[2:]))
+	}
+	return sum
+}
+
+// dotQ5_0Q8_0Go is ggml_vec_dot_q5_0_q8_0: per block of 32,
+// sum += (d*dy) * Σ(q-16)*qy.
+func dotQ5_0Q8_0Go(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q5_0Bytes
+	for b := 0; b < nb; b++ {
+		x := (*[q5_0Bytes]byte)(w[b*q5_0Bytes:])
+		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
+		qh := binary.LittleEndian.Uint32(x[2:])
+		var sumi int32
+		for j := 0; j < 16; j++ {
+			q0 := int32(x[6+j]&0xf|byte(qh>>j&1)<<4) - 16
+			q1 := int32(x[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+			sumi += q0*int32(int8(y[2+j])) + q1*int32(int8(y[18+j]))
+		}
+		sum += float32(f16At(x[0:]) * f16At(y[0:]) * float32(sumi))
+	}
+	return sum
+}
+
+// dotQ5_1Q8_1Go is ggml_vec_dot_q5_1_q8_1: per block of 32,
+// sum += (d*dy)*Σq*qy + m*s, as dotQ4_1Q8_1Go.
+func dotQ5_1Q8_1Go(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / q5_1Bytes
+	for b := 0; b < nb; b++ {
+		x := (*[q5_1Bytes]byte)(w[b*q5_1Bytes:])
+		y := (*[q8_1Bytes]byte)(a[b*q8_1Bytes:])
+		qh := binary.LittleEndian.Uint32(x[4:])
+		var sumi int32
+		for j := 0; j < 16; j++ {
+			q0 := int32(x[8+j]&0xf | byte(qh>>j&1)<<4)
+			q1 := int32(x[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
+			sumi += q0*int32(int8(y[4+j])) + q1*int32(int8(y[20+j]))
+		}
+		d := f16At(x[0:]) * f16At(y[0:])
+		sum += float32(d*float32(sumi)) + float32(f16At(x[2:])*f16At(y[2:]))
+	}
+	return sum
+}
+
+// dotIQ4_NLQ8_0Go is ggml_vec_dot_iq4_nl_q8_0: per block of 32,
+// sum += (dy*d) * Σ level*qy.
+func dotIQ4_NLQ8_0Go(w, a []byte) float32 {
+	var sum float32
+	nb := len(w) / iq4nlBytes
+	for b := 0; b < nb; b++ {
+		x := (*[iq4nlBytes]byte)(w[b*iq4nlBytes:])
+		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
+		var sumi int32
+		for j := 0; j < 16; j++ {
+			sumi += int32(iq4nlValues[x[2+j]&0xf])*int32(int8(y[2+j])) +
+				int32(iq4nlValues[x[2+j]>>4])*int32(int8(y[18+j]))
+		}
+		sum += float32(f16At(y[0:]) * f16At(x[0:]) * float32(sumi))
+	}
+	return sum
+}
