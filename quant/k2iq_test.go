@@ -110,6 +110,28 @@ func TestK2IQQuantizeSpecial(t *testing.T) {
 	}
 }
 
+// TestK2IQQuantizeNonFinite checks that blocks holding NaN or ±Inf encode
+// without a panic and leave their neighbours' bytes alone.
+func TestK2IQQuantizeNonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	bad := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, c := range k2iqTypes {
+		for _, v := range bad {
+			x := testData(rng, 3*qkK)
+			x[qkK+rng.IntN(qkK)] = v
+			b := encode(t, c.typ, x)
+			bs := c.typ.BlockBytes()
+			for _, blk := range []int{0, 2} {
+				alone := encode(t, c.typ, x[blk*qkK:(blk+1)*qkK])
+				if string(alone) != string(b[blk*bs:(blk+1)*bs]) {
+					t.Errorf("%v with %v in block 1: block %d encoded differently", c.typ, v, blk)
+				}
+			}
+			decode(t, c.typ, b, len(x))
+		}
+	}
+}
+
 // TestK2IQDequantizeKnown decodes hand-made blocks.
 func TestK2IQDequantizeKnown(t *testing.T) {
 	q2 := make([]byte, q2_KBytes)
