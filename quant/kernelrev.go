@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "7d059fc727ddba84"
+const kernelRevision = "1321dc45a6617feb"
