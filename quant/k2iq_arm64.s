@@ -321,6 +321,21 @@ DATA iq4kvarm<>+0x00(SB)/8, $0xf6eaddcfbfad9881
 DATA iq4kvarm<>+0x08(SB)/8, $0x7159453526190d01
 GLOBL iq4kvarm<>(SB), RODATA|NOPTR, $16
 
+// iq4sarm<> spreads and shifts an IQ4_XS block's scale bits (its bytes
+// 0..7 in a vector) to one int16 a sub-block: +0 the TBL indices putting
+// scales_h in every word, +16 those putting scales_l's first half in
+// words 0..3 and its second in 4..7; +32 and +48 the USHL shifts (right
+// by 2ib, and by 4·(ib mod 4)) bringing field ib to the bottom of word ib.
+DATA iq4sarm<>+0x00(SB)/8, $0x0302030203020302
+DATA iq4sarm<>+0x08(SB)/8, $0x0302030203020302
+DATA iq4sarm<>+0x10(SB)/8, $0x0504050405040504
+DATA iq4sarm<>+0x18(SB)/8, $0x0706070607060706
+DATA iq4sarm<>+0x20(SB)/8, $0xfffafffcfffe0000
+DATA iq4sarm<>+0x28(SB)/8, $0xfff2fff4fff6fff8
+DATA iq4sarm<>+0x30(SB)/8, $0xfff4fff8fffc0000
+DATA iq4sarm<>+0x38(SB)/8, $0xfff4fff8fffc0000
+GLOBL iq4sarm<>(SB), RODATA|NOPTR, $64
+
 // func dotIQ4_XSQ8_KSDOT(w, a *byte, nb int) float32
 TEXT ·dotIQ4_XSQ8_KSDOT(SB), NOSPLIT, $0-28
 	MOVD w+0(FP), R0
@@ -331,27 +346,24 @@ TEXT ·dotIQ4_XSQ8_KSDOT(SB), NOSPLIT, $0-28
 	WORD $0x6f00e400 // movi v0.2d, #0
 	WORD $0x4f00e5fe // movi v30.16b, #15
 	WORD $0x4f018411 // movi v17.8h, #32
+	WORD $0x4f0085fc // movi v28.8h, #15
+	WORD $0x4f00847f // movi v31.8h, #3
+	MOVD $iq4sarm<>(SB), R5
+	VLD1 (R5), [V20.B16, V21.B16, V22.B16, V23.B16]
 dotIQ4_XSQ8_KSDOTloop:
-	// Byte ib of R4: scales_l nibble ib | scales_h bits 2ib, 2ib+1 << 4.
-	MOVHU 2(R0), R4
-	ORR R4<<24, R4, R4
-	AND $0x000000ff000000ff, R4, R4
-	ORR R4<<12, R4, R4
-	AND $0x000f000f000f000f, R4, R4
-	ORR R4<<6, R4, R4
-	AND $0x0303030303030303, R4, R4
-	LSL $4, R4, R4
-	MOVWU 4(R0), R5
-	ORR R5<<16, R5, R5
-	AND $0x0000ffff0000ffff, R5, R5
-	ORR R5<<8, R5, R5
-	AND $0x00ff00ff00ff00ff, R5, R5
-	ORR R5<<4, R5, R5
-	AND $0x0f0f0f0f0f0f0f0f, R5, R5
-	ORR R5, R4, R4
-	FMOVD R4, F16
-	// ls-32 as int32: sub-blocks 0..3 in v18, 4..7 in v19.
-	WORD $0x2f08a610 // uxtl v16.8h, v16.8b
+	// ls-32 as int16 in v16, then as int32: sub-blocks 0..3 in v18,
+	// 4..7 in v19. ls = nibble ib of scales_l | bits 2ib, 2ib+1 of
+	// scales_h << 4, spread to word ib by TBL and shifted into place by
+	// USHL's per-lane (right) shifts.
+	VLD1 (R0), [V16.B8]
+	WORD $0x4e140212 // tbl v18.16b, {v16.16b}, v20.16b
+	WORD $0x4e150210 // tbl v16.16b, {v16.16b}, v21.16b
+	WORD $0x6e764652 // ushl v18.8h, v18.8h, v22.8h
+	WORD $0x6e774610 // ushl v16.8h, v16.8h, v23.8h
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4e3c1e10 // and v16.16b, v16.16b, v28.16b
+	WORD $0x4f145652 // shl v18.8h, v18.8h, #4
+	WORD $0x4eb21e10 // orr v16.16b, v16.16b, v18.16b
 	WORD $0x6e718610 // sub v16.8h, v16.8h, v17.8h
 	WORD $0x0f10a612 // sxtl v18.4s, v16.4h
 	WORD $0x4f10a613 // sxtl2 v19.4s, v16.8h
@@ -467,27 +479,24 @@ TEXT ·dotIQ4_XSQ8_KASIMD(SB), NOSPLIT, $0-28
 	WORD $0x6f00e400 // movi v0.2d, #0
 	WORD $0x4f00e5fe // movi v30.16b, #15
 	WORD $0x4f018411 // movi v17.8h, #32
+	WORD $0x4f0085fc // movi v28.8h, #15
+	WORD $0x4f00847f // movi v31.8h, #3
+	MOVD $iq4sarm<>(SB), R5
+	VLD1 (R5), [V20.B16, V21.B16, V22.B16, V23.B16]
 dotIQ4_XSQ8_KASIMDloop:
-	// Byte ib of R4: scales_l nibble ib | scales_h bits 2ib, 2ib+1 << 4.
-	MOVHU 2(R0), R4
-	ORR R4<<24, R4, R4
-	AND $0x000000ff000000ff, R4, R4
-	ORR R4<<12, R4, R4
-	AND $0x000f000f000f000f, R4, R4
-	ORR R4<<6, R4, R4
-	AND $0x0303030303030303, R4, R4
-	LSL $4, R4, R4
-	MOVWU 4(R0), R5
-	ORR R5<<16, R5, R5
-	AND $0x0000ffff0000ffff, R5, R5
-	ORR R5<<8, R5, R5
-	AND $0x00ff00ff00ff00ff, R5, R5
-	ORR R5<<4, R5, R5
-	AND $0x0f0f0f0f0f0f0f0f, R5, R5
-	ORR R5, R4, R4
-	FMOVD R4, F16
-	// ls-32 as int32: sub-blocks 0..3 in v18, 4..7 in v19.
-	WORD $0x2f08a610 // uxtl v16.8h, v16.8b
+	// ls-32 as int16 in v16, then as int32: sub-blocks 0..3 in v18,
+	// 4..7 in v19. ls = nibble ib of scales_l | bits 2ib, 2ib+1 of
+	// scales_h << 4, spread to word ib by TBL and shifted into place by
+	// USHL's per-lane (right) shifts.
+	VLD1 (R0), [V16.B8]
+	WORD $0x4e140212 // tbl v18.16b, {v16.16b}, v20.16b
+	WORD $0x4e150210 // tbl v16.16b, {v16.16b}, v21.16b
+	WORD $0x6e764652 // ushl v18.8h, v18.8h, v22.8h
+	WORD $0x6e774610 // ushl v16.8h, v16.8h, v23.8h
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4e3c1e10 // and v16.16b, v16.16b, v28.16b
+	WORD $0x4f145652 // shl v18.8h, v18.8h, #4
+	WORD $0x4eb21e10 // orr v16.16b, v16.16b, v18.16b
 	WORD $0x6e718610 // sub v16.8h, v16.8h, v17.8h
 	WORD $0x0f10a612 // sxtl v18.4s, v16.4h
 	WORD $0x4f10a613 // sxtl2 v19.4s, v16.8h

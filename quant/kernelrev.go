@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "1321dc45a6617feb"
+const kernelRevision = "2303f2a53dd91b47"
