@@ -88,7 +88,7 @@ var genericKernels = kernelSet{
 	dotF16:       dotF16Go,
 	dotBF16:      dotBF16Go,
 	dotF32:       dotF32FloatsGo,
-	quantizeQ8_0: quantizeQ8_0,
+	quantizeQ8_0: quantizeQ8_0Acts,
 	quantizeQ8_K: quantizeQ8_K,
 	putActs:      (*gemmActs).putGo,
 	madF16:       madF16Go,

@@ -199,7 +199,7 @@ func testGemmMatchesTwin(t *testing.T) {
 					a := gemmActs{n: n, nb: nb, q: make([]byte, n*nb*32), side: make([]uint32, 2*n*nb)}
 					xq := make([]byte, nb*q8_0Bytes)
 					for i := 0; i < n; i++ {
-						quantizeQ8_0(x[i*cols:(i+1)*cols], xq)
+						quantizeQ8_0Acts(x[i*cols:(i+1)*cols], xq)
 						a.put(typ, i, xq)
 					}
 					twin := make([]float32, n*rows)

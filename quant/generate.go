@@ -14,4 +14,5 @@ package quant
 //go:generate go run -C .. ./quant/_gen/kquant512
 //go:generate go run -C .. ./quant/_gen/arm64
 //go:generate go run ./_gen/arm64k
+//go:generate go run -C .. ./quant/_gen/legacyarm64
 //go:generate go run -C .. ./quant/_gen/kernelrev

@@ -153,7 +153,7 @@ func dotBF16_amd64(w []byte, x []float32) float32 {
 	return float32(sum)
 }
 
-// quantizeQ8_0_amd64 is quantizeQ8_0, byte for byte. The assembly hands back
+// quantizeQ8_0_amd64 is quantizeQ8_0Acts, byte for byte. The assembly hands back
 // blocks with a non-finite largest magnitude or an overflowing 1/d, which
 // the Go code encodes.
 func quantizeQ8_0_amd64(x []float32, dst []byte) {
@@ -165,7 +165,7 @@ func quantizeQ8_0_amd64(x []float32, dst []byte) {
 	for b := 0; b < nb; {
 		b += quantizeQ8_0AVX2(&x[b*qk8_0], &dst[b*q8_0Bytes], nb-b)
 		if b < nb {
-			quantizeQ8_0(x[b*qk8_0:(b+1)*qk8_0], dst[b*q8_0Bytes:(b+1)*q8_0Bytes])
+			quantizeQ8_0Acts(x[b*qk8_0:(b+1)*qk8_0], dst[b*q8_0Bytes:(b+1)*q8_0Bytes])
 			b++
 		}
 	}

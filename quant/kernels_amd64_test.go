@@ -263,7 +263,7 @@ func TestAsmFloatDotsMatchGo(t *testing.T) {
 	}
 }
 
-// TestAsmQuantizeQ8_0 holds quantizeQ8_0_amd64 to quantizeQ8_0 byte for
+// TestAsmQuantizeQ8_0 holds quantizeQ8_0_amd64 to quantizeQ8_0Acts byte for
 // byte, guard bytes included, on realistic data and on blocks of halfway
 // ties, zeros, subnormals, tiny and huge magnitudes, Inf and NaN.
 func TestAsmQuantizeQ8_0(t *testing.T) {
@@ -289,7 +289,7 @@ func TestAsmQuantizeQ8_0(t *testing.T) {
 				b[i] = math.Float32frombits(uint32(rng.IntN(200)))
 			}
 		},
-		func(b []float32) { // tiny: d subnormal, 1/d overflows or nearly
+		func(b []float32) { // tiny: d subnormal, 127/amax overflows or nearly
 			for i := range b {
 				b[i] = float32(rng.NormFloat64()) * 1e-37 * float32(1+rng.IntN(40))
 			}
@@ -330,7 +330,7 @@ func TestAsmQuantizeQ8_0(t *testing.T) {
 			}
 			want := make([]byte, size)
 			quantizeQ8_0_amd64(x, got[:size])
-			quantizeQ8_0(x, want)
+			quantizeQ8_0Acts(x, want)
 			for i := range want {
 				if got[i] != want[i] {
 					b := i / q8_0Bytes
@@ -356,7 +356,7 @@ func BenchmarkQuantizeQ8_0(b *testing.B) {
 	for _, impl := range []struct {
 		name string
 		f    func(x []float32, dst []byte)
-	}{{"go", quantizeQ8_0}, {"avx2", quantizeQ8_0_amd64}} {
+	}{{"go", quantizeQ8_0Acts}, {"avx2", quantizeQ8_0_amd64}} {
 		b.Run(impl.name, func(b *testing.B) {
 			b.SetBytes(int64(4 * len(x)))
 			for b.Loop() {

@@ -105,7 +105,7 @@ func dotQ4_0Q8_0_arm64SDOT(w, a []byte) float32 {
 	return dotQ4_0Q8_0SDOT(&w[0], &a[0], nb)
 }
 
-// quantizeQ8_0_arm64 is quantizeQ8_0, byte for byte; the assembly hands
+// quantizeQ8_0_arm64 is quantizeQ8_0Acts, byte for byte; the assembly hands
 // back the blocks the Go code encodes (non-finite amax, overflowing 1/d).
 func quantizeQ8_0_arm64(x []float32, dst []byte) {
 	nb := len(x) / qk8_0
@@ -116,7 +116,7 @@ func quantizeQ8_0_arm64(x []float32, dst []byte) {
 	for b := 0; b < nb; {
 		b += quantizeQ8_0ASIMD(&x[b*qk8_0], &dst[b*q8_0Bytes], nb-b)
 		if b < nb {
-			quantizeQ8_0(x[b*qk8_0:(b+1)*qk8_0], dst[b*q8_0Bytes:(b+1)*q8_0Bytes])
+			quantizeQ8_0Acts(x[b*qk8_0:(b+1)*qk8_0], dst[b*q8_0Bytes:(b+1)*q8_0Bytes])
 			b++
 		}
 	}

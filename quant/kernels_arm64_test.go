@@ -138,8 +138,8 @@ func TestAsmDotsMatchGo(t *testing.T) {
 }
 
 // TestAsmQuantizeQ8_0 holds the arm64 quantizer byte for byte against
-// quantizeQ8_0 on ordinary blocks and on ties, zeros, subnormals, blocks
-// whose 1/d overflows, huge, infinite and NaN values and random bit
+// quantizeQ8_0Acts on ordinary blocks and on ties, zeros, subnormals, blocks
+// for which 127/amax overflows, huge, infinite and NaN values and random bit
 // patterns, and checks it writes nothing past the blocks.
 func TestAsmQuantizeQ8_0(t *testing.T) {
 	if !haveASIMD {
@@ -205,7 +205,7 @@ func TestAsmQuantizeQ8_0(t *testing.T) {
 			}
 			want := make([]byte, size)
 			quantizeQ8_0_arm64(x, got[:size])
-			quantizeQ8_0(x, want)
+			quantizeQ8_0Acts(x, want)
 			for i := range want {
 				if got[i] != want[i] {
 					b := i / q8_0Bytes

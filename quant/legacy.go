@@ -13,8 +13,8 @@ import (
 //	block_q5_0 (22 bytes): f16 d; 4 bytes qh (bit j is the fifth bit of
 //	    value j); 16 bytes of nibbles as Q4_1; x = (q-16)*d.
 //	block_q5_1 (24 bytes): f16 d; f16 m; qh; nibbles; x = q*d + m.
-//	block_iq4_nl (18 bytes): f16 d; nibbles indexing iq4nlValues;
-//	    x = d*iq4nlValues[q].
+//	block_iq4_nl (18 bytes): f16 d; nibbles indexing kvaluesIQ4NL (k2iq.go);
+//	    x = d*kvaluesIQ4NL[q].
 //	block_q8_1 (36 bytes): f16 d; f16 s = d*Σq (d before rounding); 32 int8
 //	    q. Only used for activations.
 //
@@ -29,10 +29,6 @@ const (
 	iq4nlBytes = 18
 	q8_1Bytes  = 36
 )
-
-// iq4nlValues is ggml's kvalues_iq4nl: the 16 levels of IQ4_NL, denser near
-// zero where weights are.
-var iq4nlValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
 func dequantizeQ4_1(src []byte, dst []float32) {
 	for b := 0; b < len(dst)/qk4_1; b++ {
@@ -83,8 +79,8 @@ func dequantizeIQ4_NL(src []byte, dst []float32) {
 		y := (*[qk4_1]float32)(dst[b*qk4_1:])
 		d := f16At(x[0:])
 		for j := 0; j < 16; j++ {
-			y[j] = d * float32(iq4nlValues[x[2+j]&0xf])
-			y[j+16] = d * float32(iq4nlValues[x[2+j]>>4])
+			y[j] = d * float32(kvaluesIQ4NL[x[2+j]&0xf])
+			y[j+16] = d * float32(kvaluesIQ4NL[x[2+j]>>4])
 		}
 	}
 }
@@ -212,31 +208,6 @@ func quantizeQ8_1(x []float32, dst []byte) {
 	}
 }
 
-// iq4nlIndex is ggml's best_index_int8 over iq4nlValues: the index of the
-// level nearest x, the upper one on a tie; 15 for NaN.
-func iq4nlIndex(x float32) int {
-	v := &iq4nlValues
-	if x <= float32(v[0]) {
-		return 0
-	}
-	if x >= float32(v[15]) {
-		return 15
-	}
-	lo, hi := 0, 15
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if x < float32(v[mid]) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	if x-float32(v[hi-1]) < float32(v[hi])-x {
-		return hi - 1
-	}
-	return hi
-}
-
 // iq4nlTries is how far quantizeIQ4_NL moves the inverse scale's numerator
 // from 127 in whole steps, as llama-quantize calls ggml (quantize_iq4_nl,
 // ntry 7).
@@ -262,10 +233,12 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 	amax, mx := signedMax(xb[:])
 	var d float32
 	if amax >= 1e-15 { // ggml's GROUP_MAX_EPS: below it the block is zero
-		// sums returns Σwqx and Σwq² for the levels nearest id*x.
+		// sums returns Σwqx and Σwq² for the levels nearest id*x (id*x
+		// rounded first, here and below, so that no build fuses it into
+		// bestIndexIQ4's subtractions).
 		sums := func(id float32) (sqx, sq2 float32) {
 			for j, v := range xb {
-				q := float32(iq4nlValues[iq4nlIndex(id*v)])
+				q := float32(kvaluesIQ4NL[bestIndexIQ4(float32(id*v))])
 				wq := w[j] * q
 				// Each product rounded alone, so that no build fuses it
 				// into the sum.
@@ -274,12 +247,12 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 			}
 			return sqx, sq2
 		}
-		d = -mx / float32(iq4nlValues[0])
+		d = -mx / float32(kvaluesIQ4NL[0])
 		sqx, sq2 := sums(1 / d)
 		d = sqx / sq2
 		best := d * sqx
 		for t := -iq4nlTries; t <= iq4nlTries; t++ {
-			sqx, sq2 := sums(float32(t+int(iq4nlValues[0])) / mx)
+			sqx, sq2 := sums(float32(t+int(kvaluesIQ4NL[0])) / mx)
 			if sq2 > 0 && float32(sqx*sqx) > float32(best*sq2) {
 				d = sqx / sq2
 				best = d * sqx
@@ -292,7 +265,7 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 		id = 1 / d
 	}
 	for j := 0; j < 16; j++ {
-		y[2+j] = byte(iq4nlIndex(id*xb[j])) | byte(iq4nlIndex(id*xb[j+16]))<<4
+		y[2+j] = bestIndexIQ4(float32(id*xb[j])) | bestIndexIQ4(float32(id*xb[j+16]))<<4
 	}
 }
 
@@ -365,8 +338,8 @@ func dotIQ4_NLQ8_0Go(w, a []byte) float32 {
 		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
 		var sumi int32
 		for j := 0; j < 16; j++ {
-			sumi += int32(iq4nlValues[x[2+j]&0xf])*int32(int8(y[2+j])) +
-				int32(iq4nlValues[x[2+j]>>4])*int32(int8(y[18+j]))
+			sumi += int32(kvaluesIQ4NL[x[2+j]&0xf])*int32(int8(y[2+j])) +
+				int32(kvaluesIQ4NL[x[2+j]>>4])*int32(int8(y[18+j]))
 		}
 		sum += float32(f16At(y[0:]) * f16At(x[0:]) * float32(sumi))
 	}

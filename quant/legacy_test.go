@@ -90,7 +90,7 @@ func TestIQ4_NLScaleSearch(t *testing.T) {
 		if mx != 0 {
 			d := F16ToF32(F32ToF16(mx / 127))
 			for j, v := range xb {
-				q := float32(iq4nlValues[iq4nlIndex(v/d)]) * d
+				q := float32(kvaluesIQ4NL[bestIndexIQ4(v/d)]) * d
 				w := float64(v) * float64(v)
 				ef += w * sq(float64(v)-float64(q))
 				es += w * sq(float64(v)-float64(y[32*b+j]))
@@ -113,17 +113,17 @@ func sq(v float64) float64 { return v * v }
 func TestIQ4_NLIndex(t *testing.T) {
 	for v := float32(-140); v <= 140; v += 0.25 {
 		best := 0
-		for i := range iq4nlValues {
-			if abs32(v-float32(iq4nlValues[i])) <= abs32(v-float32(iq4nlValues[best])) {
+		for i := range kvaluesIQ4NL {
+			if abs32(v-float32(kvaluesIQ4NL[i])) <= abs32(v-float32(kvaluesIQ4NL[best])) {
 				best = i // ties go to the upper level, as in ggml
 			}
 		}
-		if got := iq4nlIndex(v); got != best {
-			t.Fatalf("iq4nlIndex(%v) = %d, want %d", v, got, best)
+		if got := int(bestIndexIQ4(v)); got != best {
+			t.Fatalf("bestIndexIQ4(%v) = %d, want %d", v, got, best)
 		}
 	}
-	if got := iq4nlIndex(float32(math.NaN())); got != 15 {
-		t.Errorf("iq4nlIndex(NaN) = %d, want 15 (in range)", got)
+	if got := bestIndexIQ4(float32(math.NaN())); got != 15 {
+		t.Errorf("bestIndexIQ4(NaN) = %d, want 15 (in range)", got)
 	}
 }
 
@@ -179,7 +179,7 @@ func TestLegacyQuantizeKnown(t *testing.T) {
 		// the levels exactly, although the first guess (from the largest
 		// magnitude, -63.5) has the wrong sign.
 		for j := range x {
-			x[j] = 0.5 * float32(iq4nlValues[(j*7)%16])
+			x[j] = 0.5 * float32(kvaluesIQ4NL[(j*7)%16])
 		}
 		b := encode(t, IQ4_NL, x)
 		if d := f16At(b); d != 0.5 {
@@ -259,7 +259,7 @@ func TestLegacyDequantizeKnownBlocks(t *testing.T) {
 			putF16(b, 2)
 			copy(b[2:], qs[:])
 			return b
-		}, func(j int) float32 { return 2 * float32(iq4nlValues[q[j]&0xf]) }},
+		}, func(j int) float32 { return 2 * float32(kvaluesIQ4NL[q[j]&0xf]) }},
 	}
 	for _, c := range cases {
 		y := decode(t, c.typ, c.blk(), 32)
@@ -515,5 +515,122 @@ func BenchmarkLegacyMatMul(b *testing.B) {
 				MatMul(nil, m, x, 1, y, &buf)
 			}
 		})
+	}
+}
+
+// legacyEntries reads each legacy-type dot kernel out of a kernel set, in
+// legacyTypes' order.
+func legacyEntries(s *kernelSet) []func(w, a []byte) float32 {
+	return []func(w, a []byte) float32{s.dotQ4_1Q8_1, s.dotQ5_0Q8_0, s.dotQ5_1Q8_1, s.dotIQ4_NLQ8_0}
+}
+
+// legacyHalves are finite f16 scales, offsets and sums for raw blocks: 1
+// (integer sums), negatives, the largest half, subnormals and -0.
+var legacyHalves = []uint16{0x3c00, 0xb800, 0x2e66, 0x1400, 0x5640, 0x7bff, 0xfbff, 0x0001, 0x8123, 0x8000}
+
+// legacyRaw returns nb blocks of typ (a weight type, Q8_0 or Q8_1) whose
+// quant bytes are random or all one byte (every byte value is valid for
+// the kernels, activations at -128 included) and whose f16 fields are
+// drawn from legacyHalves.
+func legacyRaw(rng *rand.Rand, typ Type, nb int, mode string) []byte {
+	bs := typ.BlockBytes()
+	b := make([]byte, nb*bs)
+	switch mode {
+	case "random":
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+	default: // a byte, as "0x80"
+		var c byte
+		fmt.Sscanf(mode, "0x%x", &c)
+		for i := range b {
+			b[i] = c
+		}
+	}
+	halves := 1 // d
+	if typ == Q4_1 || typ == Q5_1 || typ == Q8_1 {
+		halves = 2 // d and m, or d and s
+	}
+	for i := 0; i < nb; i++ {
+		for h := 0; h < halves; h++ {
+			binary.LittleEndian.PutUint16(b[i*bs+2*h:], legacyHalves[rng.IntN(len(legacyHalves))])
+		}
+	}
+	return b
+}
+
+// TestLegacyKernelsMatchGo holds the legacy-type kernels of every
+// per-architecture set this CPU runs to their Go twins, bit for bit:
+// quantized data, random and extreme raw blocks (all nibbles and fifth
+// bits 0 or 1, activations at -128 and 127), 0..17 and 255..257 blocks at
+// misaligned offsets.
+func TestLegacyKernelsMatchGo(t *testing.T) {
+	if len(archSets) == 0 {
+		t.Skip("no per-architecture kernel set on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	var counts []int
+	for nb := 0; nb <= 17; nb++ {
+		counts = append(counts, nb)
+	}
+	counts = append(counts, 255, 256, 257)
+	modes := [][2]string{ // weights, activations
+		{"quantized", "quantized"}, {"random", "random"}, {"0x00", "0x00"}, {"0xff", "0x80"},
+		{"0xff", "0x7f"}, {"0x80", "0x80"}, {"0x7f", "0x81"}, {"0x00", "0x80"},
+	}
+	for _, set := range archSets {
+		for i, kern := range legacyEntries(&set) {
+			d := legacyTypes[i]
+			for _, mode := range modes {
+				for _, nb := range counts {
+					off := rng.IntN(8)
+					var w, a []byte
+					if mode[0] == "quantized" {
+						w = encode(t, d.w, testData(rng, 32*nb))
+						a = legacyAct(t, d.act, testData(rng, 32*nb))
+					} else {
+						w, a = legacyRaw(rng, d.w, nb, mode[0]), legacyRaw(rng, d.act, nb, mode[1])
+					}
+					w, a = misaligned(w, off), misaligned(a, 7-off)
+					got, want := kern(w, a), d.twin(w, a)
+					if math.Float32bits(got) == math.Float32bits(want) {
+						continue
+					}
+					wb, ab := d.w.BlockBytes(), d.act.BlockBytes()
+					for b := 0; b < nb; b++ {
+						bw, ba := w[b*wb:(b+1)*wb], a[b*ab:(b+1)*ab]
+						if g, x := kern(bw, ba), d.twin(bw, ba); math.Float32bits(g) != math.Float32bits(x) {
+							t.Fatalf("%s %v, %v, %d blocks, offset %d: kernel %v, Go %v; block %d alone: kernel %v, Go %v",
+								set.name, d.w, mode, nb, off, got, want, b, g, x)
+						}
+					}
+					t.Fatalf("%s %v, %v, %d blocks, offset %d: kernel %v, Go %v (every block alone agrees)",
+						set.name, d.w, mode, nb, off, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkLegacyDots times each set's legacy-type kernels, the twins
+// among them ("generic"), on one row of a 4096-wide matrix (in L1/L2).
+func BenchmarkLegacyDots(b *testing.B) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	const n = 4096
+	sets := append([]kernelSet{genericKernels}, archSets...)
+	for i, d := range legacyTypes {
+		w := encode(b, d.w, testData(rng, n))
+		a := legacyAct(&testing.T{}, d.act, testData(rng, n))
+		for _, set := range sets {
+			f := legacyEntries(&set)[i]
+			b.Run(fmt.Sprintf("%v/%s", d.w, set.name), func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				var s float32
+				for b.Loop() {
+					s += f(w, a)
+				}
+				_ = s
+			})
+		}
 	}
 }

@@ -141,9 +141,7 @@ TEXT ·quantizeQ8_0ASIMD(SB), NOSPLIT, $0-32
 	MOVD nb+16(FP), R2
 	MOVD $0, R3
 	MOVW $0x42fe0000, R4 // 127.0
-	MOVW $0x3f800000, R5 // 1.0
 	WORD $0x1e27009a // fmov s26, w4
-	WORD $0x1e2700bb // fmov s27, w5
 loop:
 	VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
 	ADD $64, R0, R6
@@ -172,9 +170,9 @@ loop:
 	WORD $0x1e3a1a11 // fdiv s17, s16, s26
 	MOVW $0, R9
 	CBZW R7, zero
-	WORD $0x1e311b72 // fdiv s18, s27, s17
+	WORD $0x1e301b52 // fdiv s18, s26, s16
 	WORD $0x1e260249 // fmov w9, s18
-	// 1/d overflowed (d subnormal): the Go code's.
+	// 127/amax overflowed (amax below ~3.7e-37): the Go code's.
 	CMPW R8, R9
 	BEQ done
 zero:
@@ -183,21 +181,21 @@ zero:
 	WORD $0x1e26026a // fmov w10, s19
 	MOVH R10, (R1)
 	WORD $0x4f929000 // fmul v0.4s, v0.4s, v18.s[0]
-	WORD $0x4e21c800 // fcvtas v0.4s, v0.4s
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
 	WORD $0x4f929021 // fmul v1.4s, v1.4s, v18.s[0]
-	WORD $0x4e21c821 // fcvtas v1.4s, v1.4s
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
 	WORD $0x4f929042 // fmul v2.4s, v2.4s, v18.s[0]
-	WORD $0x4e21c842 // fcvtas v2.4s, v2.4s
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
 	WORD $0x4f929063 // fmul v3.4s, v3.4s, v18.s[0]
-	WORD $0x4e21c863 // fcvtas v3.4s, v3.4s
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
 	WORD $0x4f929084 // fmul v4.4s, v4.4s, v18.s[0]
-	WORD $0x4e21c884 // fcvtas v4.4s, v4.4s
+	WORD $0x4e21a884 // fcvtns v4.4s, v4.4s
 	WORD $0x4f9290a5 // fmul v5.4s, v5.4s, v18.s[0]
-	WORD $0x4e21c8a5 // fcvtas v5.4s, v5.4s
+	WORD $0x4e21a8a5 // fcvtns v5.4s, v5.4s
 	WORD $0x4f9290c6 // fmul v6.4s, v6.4s, v18.s[0]
-	WORD $0x4e21c8c6 // fcvtas v6.4s, v6.4s
+	WORD $0x4e21a8c6 // fcvtns v6.4s, v6.4s
 	WORD $0x4f9290e7 // fmul v7.4s, v7.4s, v18.s[0]
-	WORD $0x4e21c8e7 // fcvtas v7.4s, v7.4s
+	WORD $0x4e21a8e7 // fcvtns v7.4s, v7.4s
 	WORD $0x0e612810 // xtn v16.4h, v0.4s
 	WORD $0x4e612830 // xtn2 v16.8h, v1.4s
 	WORD $0x0e612851 // xtn v17.4h, v2.4s

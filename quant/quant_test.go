@@ -652,3 +652,33 @@ func BenchmarkQuantize(b *testing.B) {
 		})
 	}
 }
+
+// TestQuantizeQ8_0Rounding pins the two Q8_0 encoders apart: weights as
+// llama.cpp's reference quantizer writes them (ties away from zero, x/d),
+// activations as its x86 CPU backend encodes them before a dot product
+// (ties to even, x·127/amax).
+func TestQuantizeQ8_0Rounding(t *testing.T) {
+	x := make([]float32, 32)
+	x[0] = 127 // amax 127: d = 1, so x.5 values are ties
+	x[1], x[2], x[3], x[4] = 0.5, 1.5, -2.5, 3.25
+	weights, acts := make([]byte, q8_0Bytes), make([]byte, q8_0Bytes)
+	quantizeQ8_0(x, weights)
+	quantizeQ8_0Acts(x, acts)
+	for i, want := range []struct{ w, a int8 }{{127, 127}, {1, 0}, {2, 2}, {-3, -2}, {3, 3}} {
+		if w, a := int8(weights[2+i]), int8(acts[2+i]); w != want.w || a != want.a {
+			t.Errorf("x[%d] = %g: weight quant %d (want %d), activation quant %d (want %d)", i, x[i], w, want.w, a, want.a)
+		}
+	}
+	if le16(weights) != le16(acts) {
+		t.Errorf("d differs: %#04x against %#04x", le16(weights), le16(acts))
+	}
+	// 127/amax overflows: the quants are zero and d a zero half.
+	tiny := make([]float32, 32)
+	tiny[5] = 1e-38
+	quantizeQ8_0Acts(tiny, acts)
+	for i, b := range acts {
+		if b != 0 {
+			t.Errorf("amax 1e-38: byte %d is %#02x", i, b)
+		}
+	}
+}

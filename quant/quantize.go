@@ -13,9 +13,11 @@ import (
 // simpler quantizers than ggml's (no error search): a valid encoding whose
 // error is that of the bit width, but not ggml's bytes. Q3_K and Q5_K use
 // ggml's reference quantizers (quantize_row_q3_K_ref, quantize_row_q5_K_ref:
-// scale searches of make_q3_quants and make_qkx2_quants, k35.go). Quantize is meant for
-// error is that of the bit width, but not ggml's bytes. Q2_K and IQ4_XS
-// follow ggml's quantizers without an importance matrix (k2iq.go). Quantize is meant for
+// scale searches of make_q3_quants and make_qkx2_quants, k35.go); Q2_K and
+// IQ4_XS follow ggml's quantizers without an importance matrix (k2iq.go);
+// Q4_1, Q5_0 and Q5_1 follow ggml's reference quantizers, IQ4_NL
+// llama-quantize's (its scale search, without an importance matrix;
+// legacy.go). Quantize is meant for
 // writing model files and for tests; it is fast (a few ns per value) but not
 // tuned.
 func Quantize(t Type, src []float32, dst []byte) error {
@@ -88,6 +90,40 @@ func nearestInt(f float32) int32 {
 
 // roundAway rounds half away from zero, as C's roundf.
 func roundAway(f float32) int32 { return int32(math.Round(float64(f))) }
+
+// quantizeQ8_0Acts encodes activations as Q8_0 the way llama.cpp's x86
+// CPU backend does (quantize_row_q8_0 on AVX2 and AVX-512), against whose
+// outputs shade is checked: d = amax/127 as in the reference, but
+// q = x*(127/amax) rounded half to even, which lands on the other side of
+// the reference's round(x/d) for a few values a row. Those few quants flip
+// later rounding steps and put whole rows of the reference logits 0.02-0.05
+// std away (the conformance pack's Q5_0 file, 2026-12-05); weights keep
+// the reference's quantizeQ8_0. An amax so small that 127/amax overflows
+// (below ~3.7e-37, where d is a zero F16 anyway) gives zero quants.
+func quantizeQ8_0Acts(x []float32, dst []byte) {
+	for b := 0; b < len(x)/qk8_0; b++ {
+		xb := (*[qk8_0]float32)(x[b*qk8_0:])
+		y := (*[q8_0Bytes]byte)(dst[b*q8_0Bytes:])
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		var id float32
+		if amax != 0 {
+			if id = 127 / amax; id > math.MaxFloat32 {
+				id = 0
+			}
+		}
+		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+		for j, v := range xb {
+			y[2+j] = byte(int8(roundEven(v * id)))
+		}
+	}
+}
+
+// roundEven rounds half to even, as the CPU's default rounding mode.
+func roundEven(f float32) int32 { return int32(math.RoundToEven(float64(f))) }
 
 // quantizeQ8_0 is ggml's quantize_row_q8_0_ref: d = amax/127, q = round(x/d).
 // It encodes both Q8_0 weights and the Q8_0 activations of Q8_0 and Q4_0 dot

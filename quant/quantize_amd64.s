@@ -13,25 +13,12 @@ DATA q8perm<>+0x18(SB)/4, $3
 DATA q8perm<>+0x1c(SB)/4, $7
 GLOBL q8perm<>(SB), RODATA|NOPTR, $32
 
-// ROUND_AWAY rounds the floats in y half away from zero, exactly as
-// math.Round: t = trunc(x); x-t is exact; t += sign(x) where |x-t| >= 0.5.
-// Y15 holds 0x7fffffff, Y14 0x80000000, Y13 1.0, Y12 0.5; Y8, Y9 are scratch.
-#define ROUND_AWAY(y) \
-	VROUNDPS $3, y, Y8; \
-	VSUBPS   Y8, y, Y9; \
-	VANDPS   Y15, Y9, Y9; \
-	VCMPPS   $0x1d, Y12, Y9, Y9; \
-	VANDPS   Y14, y, y; \
-	VORPS    Y13, y, y; \
-	VANDPS   Y9, y, y; \
-	VADDPS   Y8, y, y
-
 // func quantizeQ8_0AVX2(x *float32, dst *byte, nb int) int
-// Encodes nb > 0 blocks of 32 floats at x as Q8_0 at dst, as quantizeQ8_0
-// does, and returns how many it encoded: it stops before a block whose
-// largest magnitude is not finite or whose 1/d overflows, leaving that block
-// to the Go code (whose conversions of Inf and NaN to integers it does not
-// reproduce).
+// Encodes nb > 0 blocks of 32 floats at x as Q8_0 at dst, as
+// quantizeQ8_0Acts does, and returns how many it encoded: it stops before a
+// block whose largest magnitude is not finite or for which 127/amax
+// overflows, leaving that block to the Go code (whose conversions of Inf and
+// NaN to integers it does not reproduce).
 TEXT ·quantizeQ8_0AVX2(SB), NOSPLIT, $0-32
 	MOVQ x+0(FP), SI
 	MOVQ dst+8(FP), DI
@@ -40,15 +27,6 @@ TEXT ·quantizeQ8_0AVX2(SB), NOSPLIT, $0-32
 	MOVL $0x7fffffff, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	MOVL $0x80000000, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL $0x3f000000, AX // 0.5
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
 	MOVL $0x42fe0000, AX // 127.0
 	VMOVD AX, X10
 	VMOVDQU q8perm<>(SB), Y11
@@ -78,11 +56,10 @@ loop:
 	CMPL         AX, $0x7f800000
 	JAE          stop
 
-	VDIVSS  X10, X5, X6 // d = amax/127
-	VMOVD   X6, AX
 	TESTL   AX, AX
 	JEQ     zero
-	VDIVSS  X6, X13, X7 // id = 1/d
+	VDIVSS  X10, X5, X6 // d = amax/127
+	VDIVSS  X5, X10, X7 // id = 127/amax
 	VMOVD   X7, AX
 	CMPL    AX, $0x7f800000
 	JAE     stop
@@ -95,10 +72,10 @@ loop:
 	VMULPS       Y7, Y2, Y2
 	VMULPS       Y7, Y3, Y3
 	VMULPS       Y7, Y4, Y4
-	ROUND_AWAY(Y1)
-	ROUND_AWAY(Y2)
-	ROUND_AWAY(Y3)
-	ROUND_AWAY(Y4)
+	VROUNDPS   $0, Y1, Y1 // half to even
+	VROUNDPS   $0, Y2, Y2
+	VROUNDPS   $0, Y3, Y3
+	VROUNDPS   $0, Y4, Y4
 	VCVTTPS2DQ Y1, Y1
 	VCVTTPS2DQ Y2, Y2
 	VCVTTPS2DQ Y3, Y3
@@ -111,7 +88,7 @@ loop:
 	JMP        next
 
 zero:
-	// d rounds to 0: Go writes d = 0 and q = 0 (id stays 0).
+	// amax = 0: d = 0 and q = 0.
 	VPXOR   Y1, Y1, Y1
 	MOVW    $0, 0(DI)
 	VMOVDQU Y1, 2(DI)

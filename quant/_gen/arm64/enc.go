@@ -81,8 +81,8 @@ func fabs4s(d, n int) inst {
 func fmaxv4s(d, n int) inst {
 	return inst{0x6e30f800 | rd(d, n), fmt.Sprintf("fmaxv s%d, v%d.4s", d, n)}
 }
-func fcvtas4s(d, n int) inst {
-	return inst{0x4e21c800 | rd(d, n), fmt.Sprintf("fcvtas v%d.4s, v%d.4s", d, n)}
+func fcvtns4s(d, n int) inst {
+	return inst{0x4e21a800 | rd(d, n), fmt.Sprintf("fcvtns v%d.4s, v%d.4s", d, n)}
 }
 func fcvtl4s(d, n int) inst {
 	return inst{0x0e217800 | rd(d, n), fmt.Sprintf("fcvtl v%d.4s, v%d.4h", d, n)}

@@ -22,12 +22,12 @@
 //     with FMLA (one rounding: fma32). Q8_0 panels hold w^0x80 (unsigned,
 //     for x86's VPDPBUSD); SDOT and SMMLA are signed×signed, so the kernels
 //     flip the bytes back and use no correction.
-//   - The quantizer is quantizeQ8_0 (quant/quantize.go): amax with FMAX,
-//     d = amax/127 and 1/d with FDIV, FCVT to f16 (round to nearest even,
-//     as F32ToF16), q = FCVTAS(x*id) (ties away, roundAway) truncated to a
-//     byte as Go's int8 conversion does. A block whose amax is not finite
-//     or whose 1/d overflows is left to the Go code (the kernel returns how
-//     many blocks it did).
+//   - The quantizer is quantizeQ8_0Acts (quant/quantize.go): amax with
+//     FMAX, d = amax/127 and id = 127/amax with FDIV, FCVT to f16 (round to
+//     nearest even, as F32ToF16), q = FCVTNS(x*id) (ties to even,
+//     roundEven) truncated to a byte as Go's int8 conversion does. A block
+//     whose amax is not finite or for which 127/amax overflows is left to
+//     the Go code (the kernel returns how many blocks it did).
 //
 // Preconditions (the Go wrappers check them): nb > 0 whole blocks at every
 // pointer; activations within ±127 (quantizeQ8_0 never writes -128); panel
@@ -168,8 +168,7 @@ func (g *gen) quantize() {
 	g.p("\tMOVD nb+16(FP), R2")
 	g.p("\tMOVD $0, R3")
 	g.p("\tMOVW $0x42fe0000, R4 // 127.0")
-	g.p("\tMOVW $0x3f800000, R5 // 1.0")
-	g.w(fmovSW(26, 4), fmovSW(27, 5))
+	g.w(fmovSW(26, 4))
 	g.p("loop:")
 	g.p("\tVLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]")
 	g.p("\tADD $64, R0, R6")
@@ -187,16 +186,16 @@ func (g *gen) quantize() {
 	g.w(fdivS(17, 16, 26)) // d = amax/127
 	g.p("\tMOVW $0, R9")
 	g.p("\tCBZW R7, zero")
-	g.w(fdivS(18, 27, 17)) // id = 1/d
+	g.w(fdivS(18, 26, 16)) // id = 127/amax
 	g.w(fmovWS(9, 18))
-	g.p("\t// 1/d overflowed (d subnormal): the Go code's.")
+	g.p("\t// 127/amax overflowed (amax below ~3.7e-37): the Go code's.")
 	g.p("\tCMPW R8, R9")
 	g.p("\tBEQ done")
 	g.p("zero:")
 	g.w(fmovSW(18, 9), fcvtHS(19, 17), fmovWS(10, 19))
 	g.p("\tMOVH R10, (R1)")
 	for i := 0; i < 8; i++ {
-		g.w(fmulElem4s(i, i, 18, 0), fcvtas4s(i, i))
+		g.w(fmulElem4s(i, i, 18, 0), fcvtns4s(i, i))
 	}
 	g.w(xtn4h(16, 0), xtn28h(16, 1), xtn4h(17, 2), xtn28h(17, 3),
 		xtn4h(18, 4), xtn28h(18, 5), xtn4h(19, 6), xtn28h(19, 7),
