@@ -171,18 +171,34 @@ GLOBL iq4kv<>(SB), RODATA|NOPTR, $16
 	VPADDD      kv, Y8, Y8
 
 // IQ4_PAIR adds sub-blocks 2p and 2p+1 (qs bytes 8+32p.., activations
-// 4+64p..) to Y8. Y1 holds the 8 scales ls-32 as int16 in both lanes, Y13
+// 4+64p..) to Y8. Y1 holds the 8 scales ls-32 as int16 in both lanes, Y9
 // the levels, Y15 bytes 0x0f.
 #define IQ4_PAIR(qs, act, m) \
 	VMOVDQU qs(SI), Y2; \
 	VPAND   Y15, Y2, Y3; \
 	VPSRLW  $4, Y2, Y2; \
 	VPAND   Y15, Y2, Y2; \
-	VPSHUFB Y3, Y13, Y3; \
-	VPSHUFB Y2, Y13, Y2; \
+	VPSHUFB Y3, Y9, Y3; \
+	VPSHUFB Y2, Y9, Y2; \
 	VPSHUFB iq4sc<>+m(SB), Y1, Y5; \
 	IQ4_DOT(Y3, act, act+32, Y5); \
 	IQ4_DOT(Y2, act+16, act+48, Y5)
+
+// iq4ssh<> spreads the block's bytes 0..7 (loaded whole) into words:
+// +0 scales_h in every word, +16 scales_l's first half in words 0..3 and
+// its second half in words 4..7. iq4smul<> shifts by multiplying, so
+// that one right shift leaves field ib in word ib: +0 scales_h's bits
+// 2ib..2ib+1 to the top two bits, +16 scales_l's nibble ib to the top four.
+DATA iq4ssh<>+0x00(SB)/8, $0x0302030203020302
+DATA iq4ssh<>+0x08(SB)/8, $0x0302030203020302
+DATA iq4ssh<>+0x10(SB)/8, $0x0504050405040504
+DATA iq4ssh<>+0x18(SB)/8, $0x0706070607060706
+GLOBL iq4ssh<>(SB), RODATA|NOPTR, $32
+DATA iq4smul<>+0x00(SB)/8, $0x0100040010004000
+DATA iq4smul<>+0x08(SB)/8, $0x0001000400100040
+DATA iq4smul<>+0x10(SB)/8, $0x0001001001001000
+DATA iq4smul<>+0x18(SB)/8, $0x0001001001001000
+GLOBL iq4smul<>(SB), RODATA|NOPTR, $32
 
 // func dotIQ4_XSQ8_KAVX2(w, a *byte, nb int) float32
 TEXT ·dotIQ4_XSQ8_KAVX2(SB), NOSPLIT, $0-28
@@ -193,52 +209,27 @@ TEXT ·dotIQ4_XSQ8_KAVX2(SB), NOSPLIT, $0-28
 	MOVL   $0x0f0f0f0f, AX
 	VMOVD  AX, X15
 	VPBROADCASTD X15, Y15
-	VBROADCASTI128 iq4kv<>(SB), Y13
+	VBROADCASTI128 iq4kv<>(SB), Y9
 	MOVL   $0x00200020, AX
 	VMOVD  AX, X12
 	VPBROADCASTD X12, X12
-	// Masks spreading scales_h (2 bits a sub-block) and scales_l (4 bits)
-	// to one byte a sub-block.
-	MOVQ $0x000000ff000000ff, R8
-	MOVQ $0x000f000f000f000f, R9
-	MOVQ $0x0303030303030303, R10
-	MOVQ $0x0000ffff0000ffff, R11
-	MOVQ $0x00ff00ff00ff00ff, R12
-	MOVQ $0x0f0f0f0f0f0f0f0f, R13
+	VMOVDQU iq4ssh<>(SB), X10
+	VMOVDQU iq4ssh<>+16(SB), X11
+	VMOVDQU iq4smul<>(SB), X13
+	VMOVDQU iq4smul<>+16(SB), X14
 
 iq4loop:
-	// Byte ib of AX: bits 2ib, 2ib+1 of scales_h at bits 4, 5.
-	MOVWQZX 2(SI), AX
-	MOVQ    AX, BX
-	SHLQ    $24, BX
-	ORQ     BX, AX
-	ANDQ    R8, AX
-	MOVQ    AX, BX
-	SHLQ    $12, BX
-	ORQ     BX, AX
-	ANDQ    R9, AX
-	MOVQ    AX, BX
-	SHLQ    $6, BX
-	ORQ     BX, AX
-	ANDQ    R10, AX
-	SHLQ    $4, AX
-	// Byte ib of DX: nibble ib of scales_l.
-	MOVL    4(SI), DX
-	MOVQ    DX, BX
-	SHLQ    $16, BX
-	ORQ     BX, DX
-	ANDQ    R11, DX
-	MOVQ    DX, BX
-	SHLQ    $8, BX
-	ORQ     BX, DX
-	ANDQ    R12, DX
-	MOVQ    DX, BX
-	SHLQ    $4, BX
-	ORQ     BX, DX
-	ANDQ    R13, DX
-	ORQ     DX, AX
-	VMOVQ     AX, X1
-	VPMOVZXBW X1, X1
+	// The 8 sub-block scales ls-32 as int16 in both lanes of Y1:
+	// ls = nibble ib of scales_l | bits 2ib, 2ib+1 of scales_h << 4.
+	VMOVQ     0(SI), X1
+	VPSHUFB   X10, X1, X2
+	VPSHUFB   X11, X1, X1
+	VPMULLW   X13, X2, X2
+	VPMULLW   X14, X1, X1
+	VPSRLW    $14, X2, X2
+	VPSRLW    $12, X1, X1
+	VPSLLW    $4, X2, X2
+	VPOR      X2, X1, X1
 	VPSUBW    X12, X1, X1
 	VINSERTI128 $1, X1, Y1, Y1
 

@@ -110,6 +110,28 @@ func TestK2IQQuantizeSpecial(t *testing.T) {
 	}
 }
 
+// TestK2IQQuantizeNonFinite checks that blocks holding NaN or ±Inf encode
+// without a panic and leave their neighbours' bytes alone.
+func TestK2IQQuantizeNonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	bad := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, c := range k2iqTypes {
+		for _, v := range bad {
+			x := testData(rng, 3*qkK)
+			x[qkK+rng.IntN(qkK)] = v
+			b := encode(t, c.typ, x)
+			bs := c.typ.BlockBytes()
+			for _, blk := range []int{0, 2} {
+				alone := encode(t, c.typ, x[blk*qkK:(blk+1)*qkK])
+				if string(alone) != string(b[blk*bs:(blk+1)*bs]) {
+					t.Errorf("%v with %v in block 1: block %d encoded differently", c.typ, v, blk)
+				}
+			}
+			decode(t, c.typ, b, len(x))
+		}
+	}
+}
+
 // TestK2IQDequantizeKnown decodes hand-made blocks.
 func TestK2IQDequantizeKnown(t *testing.T) {
 	q2 := make([]byte, q2_KBytes)
@@ -303,26 +325,48 @@ func TestK2IQKernelsMatchTwins(t *testing.T) {
 	}
 }
 
+// BenchmarkK2IQDot times one 4096-wide row on each set's Q2_K and IQ4_XS
+// dots, with Q4_K's for scale.
 func BenchmarkK2IQDot(b *testing.B) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const cols = 4096
 	sets := append([]kernelSet{genericKernels}, archSets...)
-	for _, c := range k2iqTypes {
-		w := encode(b, c.typ, testData(rng, cols))
+	for _, typ := range []Type{Q2_K, IQ4_XS, Q4_K} {
+		w := encode(b, typ, testData(rng, cols))
 		a := make([]byte, cols/qkK*q8_KBytes)
 		quantizeQ8_K(testData(rng, cols), a)
 		for _, s := range sets {
-			kern := s.dotQ2_KQ8_K
-			if c.typ == IQ4_XS {
-				kern = s.dotIQ4_XSQ8_K
-			}
-			b.Run(fmt.Sprintf("%v/%s", c.typ, s.name), func(b *testing.B) {
+			kern := map[Type]func(w, a []byte) float32{Q2_K: s.dotQ2_KQ8_K, IQ4_XS: s.dotIQ4_XSQ8_K, Q4_K: s.dotQ4_KQ8_K}[typ]
+			b.Run(fmt.Sprintf("%v/%s", typ, s.name), func(b *testing.B) {
 				b.SetBytes(int64(len(w)))
 				var sink float32
 				for b.Loop() {
 					sink += kern(w, a)
 				}
 				_ = sink
+			})
+		}
+	}
+}
+
+// BenchmarkK2IQMatMul times MatMul on a 2048×2048 matrix of each type with
+// the kernel set in use, one and 16 activation rows, Q4_K for scale.
+func BenchmarkK2IQMatMul(b *testing.B) {
+	const rows, cols = 2048, 2048
+	rng := rand.New(rand.NewPCG(15, 16))
+	wf := testData(rng, rows*cols)
+	for _, typ := range []Type{Q2_K, IQ4_XS, Q4_K} {
+		data := encode(b, typ, wf)
+		m, _ := NewMatrix(typ, rows, cols, data)
+		for _, n := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%v/n=%d", typ, n), func(b *testing.B) {
+				x := testData(rng, n*cols)
+				y := make([]float32, n*rows)
+				var buf Scratch
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					MatMul(nil, m, x, n, y, &buf)
+				}
 			})
 		}
 	}

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "fd8a2fc85c4c16d0"
+const kernelRevision = "135f8a066c54cda5"
