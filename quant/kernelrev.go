@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "f0a1799dba1f1548"
+const kernelRevision = "a95e7ab64e3974ca"
