@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "a95e7ab64e3974ca"
+const kernelRevision = "18b34b0be4d62c12"

@@ -2,14 +2,16 @@
 
 package quant
 
-// Until legacy_amd64.s computes the float order of legacy.go's twins
-// (llama.cpp's x86 one), every amd64 set uses the twins for the legacy
-// types.
+// Every amd64 set (each has AVX2, FMA and F16C) computes the legacy types
+// with the AVX2 kernels of legacy_amd64.s. The VNNI sets keep them: the
+// float order (legacy.go) chains every block's VFMADD231PS into the one
+// accumulator, and that chain, not the multiplies a VNNI instruction would
+// fuse, bounds them.
 var _ = archHook(func(s *kernelSet) {
-	s.dotQ4_1Q8_1 = dotQ4_1Q8_1Go
-	s.dotQ5_0Q8_0 = dotQ5_0Q8_0Go
-	s.dotQ5_1Q8_1 = dotQ5_1Q8_1Go
-	s.dotIQ4_NLQ8_0 = dotIQ4_NLQ8_0Go
+	s.dotQ4_1Q8_1 = dotQ4_1Q8_1_amd64
+	s.dotQ5_0Q8_0 = dotQ5_0Q8_0_amd64
+	s.dotQ5_1Q8_1 = dotQ5_1Q8_1_amd64
+	s.dotIQ4_NLQ8_0 = dotIQ4_NLQ8_0_amd64
 })
 
 // The wrappers have the signatures and bits of the Go twins in legacy.go

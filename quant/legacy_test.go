@@ -683,7 +683,8 @@ func actBlock(typ Type, d, s uint16, y [32]int8) []byte {
 	return b
 }
 
-// TestLegacyDotOrder pins the float order legacy.go documents, on blocks
+// TestLegacyDotOrder pins the float order legacy.go documents, in the twins
+// and in the kernels of every per-architecture set this CPU runs, on blocks
 // whose results tell it from its neighbours:
 //
 //   - lanes: block 1 puts 2^30 in lane 0, block 2 48 in each of two other
@@ -695,8 +696,16 @@ func actBlock(typ Type, d, s uint16, y [32]int8) []byte {
 //   - fused: block 1 adds d*s, block 2 d*(-s), with d*s not a float32;
 //     a fused step leaves round(d*s) - d*s, an unfused one 0.
 func TestLegacyDotOrder(t *testing.T) {
+	sets := append([]kernelSet{genericKernels}, archSets...)
+	for _, set := range sets {
+		testLegacyDotOrder(t, set.name, legacyEntries(&set))
+	}
+}
+
+func testLegacyDotOrder(t *testing.T, set string, dots []func(w, a []byte) float32) {
 	one := uint16(0x3c00)
-	for _, d := range legacyTypes {
+	for i, d := range legacyTypes {
+		dot := dots[i]
 		unit := 1 // the value 1 and the largest value
 		top := 15
 		if d.w == Q5_1 {
@@ -736,8 +745,8 @@ func TestLegacyDotOrder(t *testing.T) {
 			if d.w == IQ4_NL {
 				want = c.whole
 			}
-			if got := d.twin(w, a); got != want {
-				t.Errorf("%v lanes 0, %d, %d: %v, want %v", d.w, c.l1, c.l2, got, want)
+			if got := dot(w, a); got != want {
+				t.Errorf("%s %v lanes 0, %d, %d: %v, want %v", set, d.w, c.l1, c.l2, got, want)
 			}
 		}
 		// fused
@@ -755,8 +764,8 @@ func TestLegacyDotOrder(t *testing.T) {
 		if float64(float32(p)) == p {
 			t.Fatalf("%v fused: d*s = %v is a float32", d.w, p)
 		}
-		if got, want := d.twin(w, a), float32(float64(float32(p))-p); got != want || want == 0 {
-			t.Errorf("%v fused: %v, want %v", d.w, got, want)
+		if got, want := dot(w, a), float32(float64(float32(p))-p); got != want || want == 0 {
+			t.Errorf("%s %v fused: %v, want %v", set, d.w, got, want)
 		}
 	}
 }
