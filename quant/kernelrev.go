@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "18b34b0be4d62c12"
+const kernelRevision = "87bb47486d5b48ae"

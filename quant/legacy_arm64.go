@@ -2,14 +2,22 @@
 
 package quant
 
-// Until legacy_arm64.s computes the float order of legacy.go's twins
-// (llama.cpp's x86 one), every arm64 set uses the twins for the legacy
-// types.
+// The legacy types' row dots on arm64 (legacy_arm64.s, written by
+// quant/_gen/legacyarm64): widening multiplies on "asimd", SDOT on
+// "dotprod" and "i8mm", each bit for bit its Go twin in legacy.go (the
+// same float order, with fused FMLA and FMADD).
 var _ = archHook(func(s *kernelSet) {
-	s.dotQ4_1Q8_1 = dotQ4_1Q8_1Go
-	s.dotQ5_0Q8_0 = dotQ5_0Q8_0Go
-	s.dotQ5_1Q8_1 = dotQ5_1Q8_1Go
-	s.dotIQ4_NLQ8_0 = dotIQ4_NLQ8_0Go
+	if s.name == "asimd" {
+		s.dotQ4_1Q8_1 = legacyDot(q4_1Bytes, q8_1Bytes, dotQ4_1Q8_1ASIMD)
+		s.dotQ5_0Q8_0 = legacyDot(q5_0Bytes, q8_0Bytes, dotQ5_0Q8_0ASIMD)
+		s.dotQ5_1Q8_1 = legacyDot(q5_1Bytes, q8_1Bytes, dotQ5_1Q8_1ASIMD)
+		s.dotIQ4_NLQ8_0 = legacyDot(iq4nlBytes, q8_0Bytes, dotIQ4_NLQ8_0ASIMD)
+		return
+	}
+	s.dotQ4_1Q8_1 = legacyDot(q4_1Bytes, q8_1Bytes, dotQ4_1Q8_1SDOT)
+	s.dotQ5_0Q8_0 = legacyDot(q5_0Bytes, q8_0Bytes, dotQ5_0Q8_0SDOT)
+	s.dotQ5_1Q8_1 = legacyDot(q5_1Bytes, q8_1Bytes, dotQ5_1Q8_1SDOT)
+	s.dotIQ4_NLQ8_0 = legacyDot(iq4nlBytes, q8_0Bytes, dotIQ4_NLQ8_0SDOT)
 })
 
 // legacyDot wraps an assembly kernel with the signature and bits of its Go
