@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "87bb47486d5b48ae"
+const kernelRevision = "2dd7f324d0d17023"

@@ -286,8 +286,11 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 //     rows for AVX2 (iq4_nl_8x8, ggml_gemv/gemm_iq4_nl_8x8_q8_0), and those
 //     keep one float32 per output: sum = fma(float32(Σ_e q[e]*y.qs[e]), d,
 //     sum) block after block. This, not ggml_vec_dot_iq4_nl_q8_0's two
-//     accumulators of lanes (blocks in pairs) with a scalar odd block, is
-//     what makes the conformance pack's IQ4_NL rows exact.
+//     accumulators of lanes (blocks in pairs, a scalar odd block) nor
+//     tinyBLAS's one accumulator of lanes, is what makes the conformance
+//     pack's IQ4_NL rows exact. shade uses it for every IQ4_NL matrix,
+//     whatever its rows (llama.cpp would use those other two orders for a
+//     matrix it does not repack).
 //
 // hsum8 is ggml's hsum_float_8: r_i = acc[i+4]+acc[i] for i < 4, then
 // (r0+r2) + (r1+r3).
