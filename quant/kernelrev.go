@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "135f8a066c54cda5"
+const kernelRevision = "ff4c73dab999c729"

@@ -182,29 +182,15 @@ func quantizeQ5_1(x []float32, dst []byte) {
 	}
 }
 
-// quantizeQ8_1 is ggml's quantize_row_q8_1_ref: quantizeQ8_0's d and q, and
-// s = d*Σq with d before its rounding to f16.
+// quantizeQ8_1 encodes activations as llama.cpp's x86 CPU backend does
+// (quantize_row_q8_1 on AVX2), for the reason and with the d and quants of
+// quantizeQ8_0Acts; s = d*Σq with d before its rounding to F16.
 func quantizeQ8_1(x []float32, dst []byte) {
 	for b := 0; b < len(x)/qk4_1; b++ {
-		xb := (*[qk4_1]float32)(x[b*qk4_1:])
 		y := (*[q8_1Bytes]byte)(dst[b*q8_1Bytes:])
-		var amax float32
-		for _, v := range xb {
-			amax = max(amax, abs32(v))
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		var sum int32
-		for j, v := range xb {
-			q := int8(roundAway(v * id))
-			y[4+j] = byte(q)
-			sum += int32(q)
-		}
+		d, sum := quantizeActsBlock((*[qk4_1]float32)(x[b*qk4_1:]), (*[qk4_1]byte)(y[4:]))
 		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
-		binary.LittleEndian.PutUint16(y[2:], F32ToF16(float32(sum)*d))
+		binary.LittleEndian.PutUint16(y[2:], F32ToF16(d*float32(sum)))
 	}
 }
 
@@ -269,79 +255,133 @@ func quantizeIQ4_NLBlock(xb *[qk4_1]float32, y *[iq4nlBytes]byte) {
 	}
 }
 
-// dotQ4_1Q8_1Go is ggml_vec_dot_q4_1_q8_1: per block of 32,
-// sum += (d*dy)*Σq*qy + m*s, each product rounded alone.
-func dotQ4_1Q8_1Go(w, a []byte) float32 {
-	var sum float32
-	nb := len(w) / q4_1Bytes
-	for b := 0; b < nb; b++ {
-		x := (*[q4_1Bytes]byte)(w[b*q4_1Bytes:])
-		y := (*[q8_1Bytes]byte)(a[b*q8_1Bytes:])
-		var sumi int32
-		for j := 0; j < 16; j++ {
-			sumi += int32(x[4+j]&0xf)*int32(int8(y[4+j])) + int32(x[4+j]>>4)*int32(int8(y[20+j]))
-		}
-		d := f16At(x[0:]) * f16At(y[0:])
-		sum += float32(d*float32(sumi)) + float32(f16At(x[2:])*f16At(y[2:]))
-	}
-	return sum
+// The dot products compute the float order of llama.cpp's x86 CPU backend
+// (AVX2, FMA), since that is what the conformance pack's references were
+// computed with: a scalar running sum of rounded products, block by block,
+// rounds differently often enough to put whole rows of logits 0.02-0.05 std
+// off, while these orders leave the rows exact. Per block of 32 values:
+//
+//   - the weights decode to integers q[0..31]: element j from the low
+//     nibble of byte j, element j+16 from its high nibble; for Q5_0 and
+//     Q5_1 bit j of qh is the fifth bit of element j (bit j+16 that of
+//     element j+16), less 16 for Q5_0; IQ4_NL's are kvaluesIQ4NL[nibble].
+//   - lane l (0..7) is s_l = Σ_{e=4l..4l+3} q[e]*y.qs[e], an exact int32
+//     (what VPMADDUBSW+VPMADDWD or VPDPBUSD leave in lane l of a YMM
+//     register), and float32(s_l) is exact too.
+//   - the scale d = f16(x.d)*f16(y.d) is exact in float32 (two 11-bit
+//     significands), so the order of its factors does not matter.
+//
+// Each accumulation step below is one fused multiply-add, rounded once
+// (VFMADD231PS/SS, fma32 here):
+//
+//   - Q5_0·Q8_0 (ggml_vec_dot_q5_0_q8_0; llamafile's tinyBLAS for batches,
+//     the same order): eight float32 lanes acc, zero at first;
+//     acc[l] = fma(d, s_l, acc[l]) block after block; the result is
+//     hsum8(acc).
+//   - Q4_1·Q8_1 and Q5_1·Q8_1 (ggml_vec_dot_q4_1_q8_1, _q5_1_q8_1): acc
+//     as Q5_0's, and a scalar summs += f16(x.m)*f16(y.s) block after block
+//     (exact products, so fused or not is the same); the result is
+//     hsum8(acc) + summs.
+//   - IQ4_NL·Q8_0: llama.cpp repacks IQ4_NL matrices of a multiple of 8
+//     rows for AVX2 (iq4_nl_8x8, ggml_gemv/gemm_iq4_nl_8x8_q8_0), and those
+//     keep one float32 per output: sum = fma(float32(Σ_e q[e]*y.qs[e]), d,
+//     sum) block after block. This, not ggml_vec_dot_iq4_nl_q8_0's two
+//     accumulators of lanes (blocks in pairs, a scalar odd block) nor
+//     tinyBLAS's one accumulator of lanes, is what makes the conformance
+//     pack's IQ4_NL rows exact. shade uses it for every IQ4_NL matrix,
+//     whatever its rows (llama.cpp would use those other two orders for a
+//     matrix it does not repack).
+//
+// hsum8 is ggml's hsum_float_8: r_i = acc[i+4]+acc[i] for i < 4, then
+// (r0+r2) + (r1+r3).
+
+// hsum8 adds acc's lanes in hsum_float_8's order: the upper half onto the
+// lower, the upper pair of that onto the lower, then the two left.
+func hsum8(acc *[8]float32) float32 {
+	r0, r1 := acc[4]+acc[0], acc[5]+acc[1]
+	r2, r3 := acc[6]+acc[2], acc[7]+acc[3]
+	return (r0 + r2) + (r1 + r3)
 }
 
-// dotQ5_0Q8_0Go is ggml_vec_dot_q5_0_q8_0: per block of 32,
-// sum += (d*dy) * Σ(q-16)*qy.
+// fmaLanes adds d times the block's eight lane sums of q·qy (qy the 32
+// int8 quants of a Q8_0 or Q8_1 block) to acc, one rounding a lane.
+func fmaLanes(acc *[8]float32, d float32, q *[qk4_1]int32, qy []byte) {
+	for l := 0; l < 8; l++ {
+		var s int32
+		for e := 4 * l; e < 4*l+4; e++ {
+			s += q[e] * int32(int8(qy[e]))
+		}
+		acc[l] = fma32(d, float32(s), acc[l])
+	}
+}
+
+// dotQ4_1Q8_1Go is ggml_vec_dot_q4_1_q8_1 on AVX2 (see above).
+func dotQ4_1Q8_1Go(w, a []byte) float32 {
+	var acc [8]float32
+	var summs float32
+	var q [qk4_1]int32
+	for b := 0; b < len(w)/q4_1Bytes; b++ {
+		x := (*[q4_1Bytes]byte)(w[b*q4_1Bytes:])
+		y := (*[q8_1Bytes]byte)(a[b*q8_1Bytes:])
+		for j := 0; j < 16; j++ {
+			q[j], q[j+16] = int32(x[4+j]&0xf), int32(x[4+j]>>4)
+		}
+		// Rounded alone: exact anyway, and no build may fuse it.
+		summs += float32(f16At(x[2:]) * f16At(y[2:]))
+		fmaLanes(&acc, f16At(x[0:])*f16At(y[0:]), &q, y[4:])
+	}
+	return hsum8(&acc) + summs
+}
+
+// dotQ5_0Q8_0Go is ggml_vec_dot_q5_0_q8_0 on AVX2 (see above).
 func dotQ5_0Q8_0Go(w, a []byte) float32 {
-	var sum float32
-	nb := len(w) / q5_0Bytes
-	for b := 0; b < nb; b++ {
+	var acc [8]float32
+	var q [qk4_1]int32
+	for b := 0; b < len(w)/q5_0Bytes; b++ {
 		x := (*[q5_0Bytes]byte)(w[b*q5_0Bytes:])
 		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
 		qh := binary.LittleEndian.Uint32(x[2:])
-		var sumi int32
 		for j := 0; j < 16; j++ {
-			q0 := int32(x[6+j]&0xf|byte(qh>>j&1)<<4) - 16
-			q1 := int32(x[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
-			sumi += q0*int32(int8(y[2+j])) + q1*int32(int8(y[18+j]))
+			q[j] = int32(x[6+j]&0xf|byte(qh>>j&1)<<4) - 16
+			q[j+16] = int32(x[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
 		}
-		sum += float32(f16At(x[0:]) * f16At(y[0:]) * float32(sumi))
+		fmaLanes(&acc, f16At(x[0:])*f16At(y[0:]), &q, y[2:])
 	}
-	return sum
+	return hsum8(&acc)
 }
 
-// dotQ5_1Q8_1Go is ggml_vec_dot_q5_1_q8_1: per block of 32,
-// sum += (d*dy)*Σq*qy + m*s, as dotQ4_1Q8_1Go.
+// dotQ5_1Q8_1Go is ggml_vec_dot_q5_1_q8_1 on AVX2 (see above).
 func dotQ5_1Q8_1Go(w, a []byte) float32 {
-	var sum float32
-	nb := len(w) / q5_1Bytes
-	for b := 0; b < nb; b++ {
+	var acc [8]float32
+	var summs float32
+	var q [qk4_1]int32
+	for b := 0; b < len(w)/q5_1Bytes; b++ {
 		x := (*[q5_1Bytes]byte)(w[b*q5_1Bytes:])
 		y := (*[q8_1Bytes]byte)(a[b*q8_1Bytes:])
 		qh := binary.LittleEndian.Uint32(x[4:])
-		var sumi int32
 		for j := 0; j < 16; j++ {
-			q0 := int32(x[8+j]&0xf | byte(qh>>j&1)<<4)
-			q1 := int32(x[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
-			sumi += q0*int32(int8(y[4+j])) + q1*int32(int8(y[20+j]))
+			q[j] = int32(x[8+j]&0xf | byte(qh>>j&1)<<4)
+			q[j+16] = int32(x[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
 		}
-		d := f16At(x[0:]) * f16At(y[0:])
-		sum += float32(d*float32(sumi)) + float32(f16At(x[2:])*f16At(y[2:]))
+		summs += float32(f16At(x[2:]) * f16At(y[2:]))
+		fmaLanes(&acc, f16At(x[0:])*f16At(y[0:]), &q, y[4:])
 	}
-	return sum
+	return hsum8(&acc) + summs
 }
 
-// dotIQ4_NLQ8_0Go is ggml_vec_dot_iq4_nl_q8_0: per block of 32,
-// sum += (dy*d) * Σ level*qy.
+// dotIQ4_NLQ8_0Go is IQ4_NL·Q8_0 as llama.cpp's repacked x86 kernels
+// compute it (see above).
 func dotIQ4_NLQ8_0Go(w, a []byte) float32 {
 	var sum float32
-	nb := len(w) / iq4nlBytes
-	for b := 0; b < nb; b++ {
+	for b := 0; b < len(w)/iq4nlBytes; b++ {
 		x := (*[iq4nlBytes]byte)(w[b*iq4nlBytes:])
 		y := (*[q8_0Bytes]byte)(a[b*q8_0Bytes:])
-		var sumi int32
+		var s int32
 		for j := 0; j < 16; j++ {
-			sumi += int32(kvaluesIQ4NL[x[2+j]&0xf])*int32(int8(y[2+j])) +
+			s += int32(kvaluesIQ4NL[x[2+j]&0xf])*int32(int8(y[2+j])) +
 				int32(kvaluesIQ4NL[x[2+j]>>4])*int32(int8(y[18+j]))
 		}
-		sum += float32(f16At(y[0:]) * f16At(x[0:]) * float32(sumi))
+		sum = fma32(f16At(x[0:])*f16At(y[0:]), float32(s), sum)
 	}
 	return sum
 }

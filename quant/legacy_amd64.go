@@ -4,9 +4,9 @@ package quant
 
 // Every amd64 set (each has AVX2, FMA and F16C) computes the legacy types
 // with the AVX2 kernels of legacy_amd64.s. The VNNI sets keep them: the
-// per-block work is bound by the horizontal sum and the scalar scaling
-// that hold the kernels to their twins' bits, not by the multiplies a VNNI
-// instruction would fuse.
+// float order (legacy.go) chains every block's VFMADD231PS into the one
+// accumulator, and that chain, not the multiplies a VNNI instruction would
+// fuse, bounds them.
 var _ = archHook(func(s *kernelSet) {
 	s.dotQ4_1Q8_1 = dotQ4_1Q8_1_amd64
 	s.dotQ5_0Q8_0 = dotQ5_0Q8_0_amd64

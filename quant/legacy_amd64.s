@@ -2,20 +2,25 @@
 
 #include "textflag.h"
 
-// AVX2+F16C dot products of Q4_1, Q5_0, Q5_1 and IQ4_NL weight blocks with
-// Q8_1 or Q8_0 activation blocks, bit for bit their Go twins in legacy.go:
-// each block's integer sum is exact in SIMD and reduced to one int32, and
-// the block's float32 scaling is then done with the twin's operations in
-// the twin's order, each rounded alone (no FMA), and added to the one
-// running sum block after block. Four blocks at a time share the
-// horizontal sums (VPHADDD) and do their scaling in the four lanes of an
-// XMM register (a lane's VMULPS or VADDPS rounds as the scalar op does)
-// before the four ordered adds; the last nb%4 blocks go one at a time.
+// AVX2+FMA+F16C dot products of Q4_1, Q5_0, Q5_1 and IQ4_NL weight blocks
+// with Q8_1 or Q8_0 activation blocks, bit for bit their Go twins in
+// legacy.go, whose float order is llama.cpp's x86 one: each block's
+// integer products are summed exactly into eight int32 lanes of four
+// values (VPMADDUBSW, VPMADDWD), then
+//
+//   - Q4_1, Q5_0, Q5_1: the lanes, converted exactly, go into one YMM of
+//     eight float32 accumulators by one VFMADD231PS a block with the
+//     block's d*dy (exact), and the accumulator is summed at the end in
+//     hsum_float_8's order (HSUM8); Q4_1 and Q5_1 add m*s (exact) to a
+//     scalar summs block after block, and summs to the sum last.
+//   - IQ4_NL: the lanes are summed exactly (HSUMI, HSUM4) and go into one
+//     scalar by one VFMADD231SS a block, in block order.
+//
 // Each takes (w, a *byte, nb int) with nb > 0 blocks.
 //
-// Registers across the loops: X0 the sum; Y15 int16 ones; Y14 bytes 0x0f;
-// Y13 bytes 1<<(i%8); Y12 the qh byte picker; Y11 bytes 0x10; Y10 the
-// IQ4_NL levels.
+// Registers across the loops: Y0 the accumulator (X0 for IQ4_NL); X1
+// summs; Y15 int16 ones; Y14 bytes 0x0f; Y13 bytes 1<<(i%8); Y12 the qh
+// byte picker; Y11 bytes 0x10; Y10 the IQ4_NL levels.
 
 // legQhPick<>: byte i of a YMM picks byte i/8 of a broadcast qh dword.
 DATA legQhPick<>+0x00(SB)/8, $0x0000000000000000
@@ -80,30 +85,6 @@ GLOBL legIQ4NL<>(SB), RODATA|NOPTR, $32
 	VPADDD       X5, X4, X4; \
 	VCVTDQ2PS    X4, X4
 
-// SCALE_DM adds (d*dy)*sumi + m*s to X0 with X4 = float32(sumi): the f16
-// pairs (d, m) at 0(SI) and (dy, s) at 0(DI), as dotQ4_1Q8_1Go.
-#define SCALE_DM \
-	VMOVD     0(SI), X6; \
-	VCVTPH2PS X6, X6; \
-	VMOVD     0(DI), X7; \
-	VCVTPH2PS X7, X7; \
-	VMULPS    X7, X6, X6; \
-	VMULSS    X6, X4, X4; \
-	VMOVSHDUP X6, X6; \
-	VADDSS    X6, X4, X4; \
-	VADDSS    X4, X0, X0
-
-// SCALE_D adds (d*dy)*sumi to X0 with X4 = float32(sumi): d at 0(SI), dy
-// at 0(DI), as dotQ5_0Q8_0Go.
-#define SCALE_D \
-	VPBROADCASTW 0(SI), X6; \
-	VPBROADCASTW 0(DI), X7; \
-	VCVTPH2PS    X6, X6; \
-	VCVTPH2PS    X7, X7; \
-	VMULSS       X7, X6, X6; \
-	VMULSS       X6, X4, X4; \
-	VADDSS       X4, X0, X0
-
 // HSUM4 leaves in X4 float32(the sums of the eight int32 of Y4, Y6, Y7,
 // Y8), one block each, in that order; exact, as HSUMI.
 #define HSUM4 \
@@ -114,55 +95,76 @@ GLOBL legIQ4NL<>(SB), RODATA|NOPTR, $32
 	VPADDD       X5, X4, X4; \
 	VCVTDQ2PS    X4, X4
 
-// ADD4 adds X4's lanes 0, 1, 2, 3 to X0, in that order.
-#define ADD4 \
-	VADDSS    X4, X0, X0; \
-	VMOVSHDUP X4, X5; \
-	VADDSS    X5, X0, X0; \
-	VPSHUFD   $0xaa, X4, X5; \
-	VADDSS    X5, X0, X0; \
-	VPSHUFD   $0xff, X4, X5; \
-	VADDSS    X5, X0, X0
+// HSUM8 leaves in X0's lane 0 the sum of Y0's eight float32 lanes in
+// hsum_float_8's order: r_i = acc[i+4]+acc[i], then (r0+r2) + (r1+r3).
+#define HSUM8 \
+	VEXTRACTF128 $1, Y0, X2; \
+	VADDPS       X0, X2, X0; \
+	VPSHUFD      $0x4e, X0, X2; \
+	VADDPS       X2, X0, X0; \
+	VMOVSHDUP    X0, X2; \
+	VADDSS       X2, X0, X0
 
-// SCALE4_DM is SCALE_DM for four blocks of wb and ab bytes, X4 holding
-// their float32 sums: lane b gets (d*dy)*sumi + m*s, then ADD4.
-#define SCALE4_DM(wb, ab) \
-	VMOVD     0(SI), X6; \
-	VPINSRD   $1, wb(SI), X6, X6; \
-	VPINSRD   $2, 2*wb(SI), X6, X6; \
-	VPINSRD   $3, 3*wb(SI), X6, X6; \
-	VCVTPH2PS X6, Y6; \
-	VMOVD     0(DI), X7; \
-	VPINSRD   $1, ab(DI), X7, X7; \
-	VPINSRD   $2, 2*ab(DI), X7, X7; \
-	VPINSRD   $3, 3*ab(DI), X7, X7; \
-	VCVTPH2PS X7, Y7; \
-	VMULPS    Y7, Y6, Y6; \
-	VEXTRACTF128 $1, Y6, X7; \
-	VSHUFPS   $0x88, X7, X6, X8; \
-	VSHUFPS   $0xdd, X7, X6, X9; \
-	VMULPS    X8, X4, X4; \
-	VADDPS    X9, X4, X4; \
-	ADD4
+// FMA_DM adds the float32 lanes of Y4 times d*dy to Y0 and m*s to X1: the
+// f16 pairs (d, m) at 0(SI) and (dy, s) at 0(DI), as dotQ4_1Q8_1Go.
+#define FMA_DM \
+	VCVTDQ2PS    Y4, Y4; \
+	VMOVD        0(SI), X6; \
+	VCVTPH2PS    X6, X6; \
+	VMOVD        0(DI), X7; \
+	VCVTPH2PS    X7, X7; \
+	VMULPS       X7, X6, X6; \
+	VBROADCASTSS X6, Y7; \
+	VFMADD231PS  Y4, Y7, Y0; \
+	VMOVSHDUP    X6, X6; \
+	VADDSS       X6, X1, X1
 
-// SCALE4_D is SCALE_D for four blocks of wb and ab bytes: lane b gets
-// (d*dy)*sumi, then ADD4.
-#define SCALE4_D(wb, ab) \
-	MOVWLZX   0(SI), AX; \
-	VMOVD     AX, X6; \
-	VPINSRW   $1, wb(SI), X6, X6; \
-	VPINSRW   $2, 2*wb(SI), X6, X6; \
-	VPINSRW   $3, 3*wb(SI), X6, X6; \
-	MOVWLZX   0(DI), AX; \
-	VMOVD     AX, X7; \
-	VPINSRW   $1, ab(DI), X7, X7; \
-	VPINSRW   $2, 2*ab(DI), X7, X7; \
-	VPINSRW   $3, 3*ab(DI), X7, X7; \
-	VCVTPH2PS X6, X6; \
-	VCVTPH2PS X7, X7; \
-	VMULPS    X7, X6, X6; \
-	VMULPS    X6, X4, X4; \
-	ADD4
+// FMA_D adds the int32 lanes of Y4 times d*dy to Y0: d at 0(SI), dy at
+// 0(DI), as dotQ5_0Q8_0Go.
+#define FMA_D \
+	VCVTDQ2PS    Y4, Y4; \
+	VPBROADCASTW 0(SI), X6; \
+	VPBROADCASTW 0(DI), X7; \
+	VCVTPH2PS    X6, Y6; \
+	VCVTPH2PS    X7, Y7; \
+	VMULPS       Y7, Y6, Y6; \
+	VFMADD231PS  Y4, Y6, Y0
+
+// FMA_S adds X4's lane 0 times d*dy to X0: d at 0(SI), dy at 0(DI).
+#define FMA_S \
+	VPBROADCASTW 0(SI), X6; \
+	VPBROADCASTW 0(DI), X7; \
+	VCVTPH2PS    X6, X6; \
+	VCVTPH2PS    X7, X7; \
+	VMULSS       X7, X6, X6; \
+	VFMADD231SS  X4, X6, X0
+
+// FMA4_S adds X4's lanes 0..3 (four blocks of wb and ab bytes) times each
+// block's d*dy to X0, in that order.
+#define FMA4_S(wb, ab) \
+	MOVWLZX     0(SI), AX; \
+	VMOVD       AX, X6; \
+	VPINSRW     $1, wb(SI), X6, X6; \
+	VPINSRW     $2, 2*wb(SI), X6, X6; \
+	VPINSRW     $3, 3*wb(SI), X6, X6; \
+	MOVWLZX     0(DI), AX; \
+	VMOVD       AX, X7; \
+	VPINSRW     $1, ab(DI), X7, X7; \
+	VPINSRW     $2, 2*ab(DI), X7, X7; \
+	VPINSRW     $3, 3*ab(DI), X7, X7; \
+	VCVTPH2PS   X6, X6; \
+	VCVTPH2PS   X7, X7; \
+	VMULPS      X7, X6, X6; \
+	VFMADD231SS X4, X6, X0; \
+	VMOVSHDUP   X4, X5; \
+	VMOVSHDUP   X6, X7; \
+	VFMADD231SS X5, X7, X0; \
+	VPSHUFD     $0xaa, X4, X5; \
+	VPSHUFD     $0xaa, X6, X7; \
+	VFMADD231SS X5, X7, X0; \
+	VPSHUFD     $0xff, X4, X5; \
+	VPSHUFD     $0xff, X6, X7; \
+	VFMADD231SS X5, X7, X0
 
 // The blocks' integer sums, each into out as eight int32 (Y2, Y3, Y5 are
 // scratch): the weight block at w(SI), the activation block at a(DI).
@@ -210,36 +212,20 @@ TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), SI
 	MOVQ   a+8(FP), DI
 	MOVQ   nb+16(FP), CX
-	VXORPS X0, X0, X0
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
 	LEG_CONSTS
-	CMPQ CX, $4
-	JLT  q41one
 
-q41four:
+q41loop:
 	INT_Q4_1(0, 0, Y4)
-	INT_Q4_1(20, 36, Y6)
-	INT_Q4_1(40, 72, Y7)
-	INT_Q4_1(60, 108, Y8)
-	HSUM4
-	SCALE4_DM(20, 36)
-	ADDQ $80, SI
-	ADDQ $144, DI
-	SUBQ $4, CX
-	CMPQ CX, $4
-	JGE  q41four
-	TESTQ CX, CX
-	JZ    q41done
-
-q41one:
-	INT_Q4_1(0, 0, Y4)
-	HSUMI
-	SCALE_DM
+	FMA_DM
 	ADDQ $20, SI
 	ADDQ $36, DI
 	DECQ CX
-	JNZ  q41one
+	JNZ  q41loop
 
-q41done:
+	HSUM8
+	VADDSS X1, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -249,36 +235,20 @@ TEXT ·dotQ5_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), SI
 	MOVQ   a+8(FP), DI
 	MOVQ   nb+16(FP), CX
-	VXORPS X0, X0, X0
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
 	LEG_CONSTS
-	CMPQ CX, $4
-	JLT  q51one
 
-q51four:
+q51loop:
 	INT_Q5_1(0, 0, Y4)
-	INT_Q5_1(24, 36, Y6)
-	INT_Q5_1(48, 72, Y7)
-	INT_Q5_1(72, 108, Y8)
-	HSUM4
-	SCALE4_DM(24, 36)
-	ADDQ $96, SI
-	ADDQ $144, DI
-	SUBQ $4, CX
-	CMPQ CX, $4
-	JGE  q51four
-	TESTQ CX, CX
-	JZ    q51done
-
-q51one:
-	INT_Q5_1(0, 0, Y4)
-	HSUMI
-	SCALE_DM
+	FMA_DM
 	ADDQ $24, SI
 	ADDQ $36, DI
 	DECQ CX
-	JNZ  q51one
+	JNZ  q51loop
 
-q51done:
+	HSUM8
+	VADDSS X1, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -288,36 +258,19 @@ TEXT ·dotQ5_0Q8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), SI
 	MOVQ   a+8(FP), DI
 	MOVQ   nb+16(FP), CX
-	VXORPS X0, X0, X0
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
 	LEG_CONSTS
-	CMPQ CX, $4
-	JLT  q50one
 
-q50four:
+q50loop:
 	INT_Q5_0(0, 0, Y4)
-	INT_Q5_0(22, 34, Y6)
-	INT_Q5_0(44, 68, Y7)
-	INT_Q5_0(66, 102, Y8)
-	HSUM4
-	SCALE4_D(22, 34)
-	ADDQ $88, SI
-	ADDQ $136, DI
-	SUBQ $4, CX
-	CMPQ CX, $4
-	JGE  q50four
-	TESTQ CX, CX
-	JZ    q50done
-
-q50one:
-	INT_Q5_0(0, 0, Y4)
-	HSUMI
-	SCALE_D
+	FMA_D
 	ADDQ $22, SI
 	ADDQ $34, DI
 	DECQ CX
-	JNZ  q50one
+	JNZ  q50loop
 
-q50done:
+	HSUM8
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -339,7 +292,7 @@ iq4four:
 	INT_IQ4_NL(36, 68, Y7)
 	INT_IQ4_NL(54, 102, Y8)
 	HSUM4
-	SCALE4_D(18, 34)
+	FMA4_S(18, 34)
 	ADDQ $72, SI
 	ADDQ $136, DI
 	SUBQ $4, CX
@@ -351,7 +304,7 @@ iq4four:
 iq4one:
 	INT_IQ4_NL(0, 0, Y4)
 	HSUMI
-	SCALE_D
+	FMA_S
 	ADDQ $18, SI
 	ADDQ $34, DI
 	DECQ CX

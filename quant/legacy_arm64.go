@@ -4,7 +4,8 @@ package quant
 
 // The legacy types' row dots on arm64 (legacy_arm64.s, written by
 // quant/_gen/legacyarm64): widening multiplies on "asimd", SDOT on
-// "dotprod" and "i8mm", each bit for bit its Go twin in legacy.go.
+// "dotprod" and "i8mm", each bit for bit its Go twin in legacy.go (the
+// same float order, with fused FMLA and FMADD).
 var _ = archHook(func(s *kernelSet) {
 	if s.name == "asimd" {
 		s.dotQ4_1Q8_1 = legacyDot(q4_1Bytes, q8_1Bytes, dotQ4_1Q8_1ASIMD)

@@ -23,7 +23,9 @@ TEXT ·dotQ4_1Q8_1ASIMD(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -37,33 +39,40 @@ loop:
 	VLD1 (R8), [V2.B16, V3.B16]
 	WORD $0x4e381e20 // and v0.16b, v17.16b, v24.16b
 	WORD $0x6f0c0621 // ushr v1.16b, v17.16b, #4
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x0e22c010 // smull v16.8h, v0.8b, v2.8b
 	WORD $0x4e22c011 // smull2 v17.8h, v0.16b, v2.16b
 	WORD $0x0e23c032 // smull v18.8h, v1.8b, v3.8b
 	WORD $0x4e23c033 // smull2 v19.8h, v1.16b, v3.16b
-	WORD $0x4e602a04 // saddlp v4.4s, v16.8h
-	WORD $0x4e606a24 // sadalp v4.4s, v17.8h
-	WORD $0x4e606a44 // sadalp v4.4s, v18.8h
-	WORD $0x4e606a64 // sadalp v4.4s, v19.8h
-	WORD $0x4eb1b884 // addv s4, v4.4s
-	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e602a52 // saddlp v18.4s, v18.8h
+	WORD $0x4e602a73 // saddlp v19.4s, v19.8h
+	WORD $0x4eb1be04 // addp v4.4s, v16.4s, v17.4s
+	WORD $0x4eb3be45 // addp v5.4s, v18.4s, v19.4s
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x4f941086 // fmla v6.4s, v4.4s, v20.s[0]
+	WORD $0x4f9410a7 // fmla v7.4s, v5.4s, v20.s[0]
 	WORD $0x1e2700be // fmov s30, w5
 	WORD $0x1ee243de // fcvt s30, h30
 	WORD $0x1e27017f // fmov s31, w11
 	WORD $0x1ee243ff // fcvt s31, h31
 	WORD $0x1e3f0bde // fmul s30, s30, s31
-	WORD $0x1e3e2884 // fadd s4, s4, s30
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x1e3e2af7 // fadd s23, s23, s30
 	ADD $20, R0
 	ADD $36, R1
 	SUBS $1, R2, R2
 	BNE loop
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x6e0740e6 // ext v6.16b, v7.16b, v7.16b, #8
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x7e30d8e7 // faddp s7, v7.2s
+	WORD $0x1e3728e7 // fadd s7, s7, s23
 	FMOVS F7, ret+24(FP)
 	RET
 
@@ -74,7 +83,9 @@ TEXT ·dotQ4_1Q8_1SDOT(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -88,28 +99,34 @@ loop:
 	VLD1 (R8), [V2.B16, V3.B16]
 	WORD $0x4e381e20 // and v0.16b, v17.16b, v24.16b
 	WORD $0x6f0c0621 // ushr v1.16b, v17.16b, #4
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x6e241c84 // eor v4.16b, v4.16b, v4.16b
+	WORD $0x6e251ca5 // eor v5.16b, v5.16b, v5.16b
 	WORD $0x4e829404 // sdot v4.4s, v0.16b, v2.16b
-	WORD $0x4e839424 // sdot v4.4s, v1.16b, v3.16b
-	WORD $0x4eb1b884 // addv s4, v4.4s
-	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
+	WORD $0x4e839425 // sdot v5.4s, v1.16b, v3.16b
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x4f941086 // fmla v6.4s, v4.4s, v20.s[0]
+	WORD $0x4f9410a7 // fmla v7.4s, v5.4s, v20.s[0]
 	WORD $0x1e2700be // fmov s30, w5
 	WORD $0x1ee243de // fcvt s30, h30
 	WORD $0x1e27017f // fmov s31, w11
 	WORD $0x1ee243ff // fcvt s31, h31
 	WORD $0x1e3f0bde // fmul s30, s30, s31
-	WORD $0x1e3e2884 // fadd s4, s4, s30
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x1e3e2af7 // fadd s23, s23, s30
 	ADD $20, R0
 	ADD $36, R1
 	SUBS $1, R2, R2
 	BNE loop
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x6e0740e6 // ext v6.16b, v7.16b, v7.16b, #8
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x7e30d8e7 // faddp s7, v7.2s
+	WORD $0x1e3728e7 // fadd s7, s7, s23
 	FMOVS F7, ret+24(FP)
 	RET
 
@@ -120,7 +137,9 @@ TEXT ·dotQ5_0Q8_0ASIMD(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -144,27 +163,33 @@ loop:
 	WORD $0x4eb61c21 // orr v1.16b, v1.16b, v22.16b
 	WORD $0x6e398400 // sub v0.16b, v0.16b, v25.16b
 	WORD $0x6e398421 // sub v1.16b, v1.16b, v25.16b
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x0e22c010 // smull v16.8h, v0.8b, v2.8b
 	WORD $0x4e22c011 // smull2 v17.8h, v0.16b, v2.16b
 	WORD $0x0e23c032 // smull v18.8h, v1.8b, v3.8b
 	WORD $0x4e23c033 // smull2 v19.8h, v1.16b, v3.16b
-	WORD $0x4e602a04 // saddlp v4.4s, v16.8h
-	WORD $0x4e606a24 // sadalp v4.4s, v17.8h
-	WORD $0x4e606a44 // sadalp v4.4s, v18.8h
-	WORD $0x4e606a64 // sadalp v4.4s, v19.8h
-	WORD $0x4eb1b884 // addv s4, v4.4s
-	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e602a52 // saddlp v18.4s, v18.8h
+	WORD $0x4e602a73 // saddlp v19.4s, v19.8h
+	WORD $0x4eb1be04 // addp v4.4s, v16.4s, v17.4s
+	WORD $0x4eb3be45 // addp v5.4s, v18.4s, v19.4s
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x4f941086 // fmla v6.4s, v4.4s, v20.s[0]
+	WORD $0x4f9410a7 // fmla v7.4s, v5.4s, v20.s[0]
 	ADD $22, R0
 	ADD $34, R1
 	SUBS $1, R2, R2
 	BNE loop
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x6e0740e6 // ext v6.16b, v7.16b, v7.16b, #8
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x7e30d8e7 // faddp s7, v7.2s
 	FMOVS F7, ret+24(FP)
 	RET
 
@@ -175,7 +200,9 @@ TEXT ·dotQ5_0Q8_0SDOT(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -199,22 +226,27 @@ loop:
 	WORD $0x4eb61c21 // orr v1.16b, v1.16b, v22.16b
 	WORD $0x6e398400 // sub v0.16b, v0.16b, v25.16b
 	WORD $0x6e398421 // sub v1.16b, v1.16b, v25.16b
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x6e241c84 // eor v4.16b, v4.16b, v4.16b
+	WORD $0x6e251ca5 // eor v5.16b, v5.16b, v5.16b
 	WORD $0x4e829404 // sdot v4.4s, v0.16b, v2.16b
-	WORD $0x4e839424 // sdot v4.4s, v1.16b, v3.16b
-	WORD $0x4eb1b884 // addv s4, v4.4s
-	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x4e839425 // sdot v5.4s, v1.16b, v3.16b
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x4f941086 // fmla v6.4s, v4.4s, v20.s[0]
+	WORD $0x4f9410a7 // fmla v7.4s, v5.4s, v20.s[0]
 	ADD $22, R0
 	ADD $34, R1
 	SUBS $1, R2, R2
 	BNE loop
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x6e0740e6 // ext v6.16b, v7.16b, v7.16b, #8
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x7e30d8e7 // faddp s7, v7.2s
 	FMOVS F7, ret+24(FP)
 	RET
 
@@ -225,7 +257,9 @@ TEXT ·dotQ5_1Q8_1ASIMD(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -249,33 +283,40 @@ loop:
 	WORD $0x4e391ed6 // and v22.16b, v22.16b, v25.16b
 	WORD $0x4eb51c00 // orr v0.16b, v0.16b, v21.16b
 	WORD $0x4eb61c21 // orr v1.16b, v1.16b, v22.16b
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x0e22c010 // smull v16.8h, v0.8b, v2.8b
 	WORD $0x4e22c011 // smull2 v17.8h, v0.16b, v2.16b
 	WORD $0x0e23c032 // smull v18.8h, v1.8b, v3.8b
 	WORD $0x4e23c033 // smull2 v19.8h, v1.16b, v3.16b
-	WORD $0x4e602a04 // saddlp v4.4s, v16.8h
-	WORD $0x4e606a24 // sadalp v4.4s, v17.8h
-	WORD $0x4e606a44 // sadalp v4.4s, v18.8h
-	WORD $0x4e606a64 // sadalp v4.4s, v19.8h
-	WORD $0x4eb1b884 // addv s4, v4.4s
-	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e602a52 // saddlp v18.4s, v18.8h
+	WORD $0x4e602a73 // saddlp v19.4s, v19.8h
+	WORD $0x4eb1be04 // addp v4.4s, v16.4s, v17.4s
+	WORD $0x4eb3be45 // addp v5.4s, v18.4s, v19.4s
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x4f941086 // fmla v6.4s, v4.4s, v20.s[0]
+	WORD $0x4f9410a7 // fmla v7.4s, v5.4s, v20.s[0]
 	WORD $0x1e2700be // fmov s30, w5
 	WORD $0x1ee243de // fcvt s30, h30
 	WORD $0x1e27017f // fmov s31, w11
 	WORD $0x1ee243ff // fcvt s31, h31
 	WORD $0x1e3f0bde // fmul s30, s30, s31
-	WORD $0x1e3e2884 // fadd s4, s4, s30
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x1e3e2af7 // fadd s23, s23, s30
 	ADD $24, R0
 	ADD $36, R1
 	SUBS $1, R2, R2
 	BNE loop
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x6e0740e6 // ext v6.16b, v7.16b, v7.16b, #8
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x7e30d8e7 // faddp s7, v7.2s
+	WORD $0x1e3728e7 // fadd s7, s7, s23
 	FMOVS F7, ret+24(FP)
 	RET
 
@@ -286,7 +327,9 @@ TEXT ·dotQ5_1Q8_1SDOT(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -310,28 +353,34 @@ loop:
 	WORD $0x4e391ed6 // and v22.16b, v22.16b, v25.16b
 	WORD $0x4eb51c00 // orr v0.16b, v0.16b, v21.16b
 	WORD $0x4eb61c21 // orr v1.16b, v1.16b, v22.16b
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x6e241c84 // eor v4.16b, v4.16b, v4.16b
+	WORD $0x6e251ca5 // eor v5.16b, v5.16b, v5.16b
 	WORD $0x4e829404 // sdot v4.4s, v0.16b, v2.16b
-	WORD $0x4e839424 // sdot v4.4s, v1.16b, v3.16b
-	WORD $0x4eb1b884 // addv s4, v4.4s
-	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
+	WORD $0x4e839425 // sdot v5.4s, v1.16b, v3.16b
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x4f941086 // fmla v6.4s, v4.4s, v20.s[0]
+	WORD $0x4f9410a7 // fmla v7.4s, v5.4s, v20.s[0]
 	WORD $0x1e2700be // fmov s30, w5
 	WORD $0x1ee243de // fcvt s30, h30
 	WORD $0x1e27017f // fmov s31, w11
 	WORD $0x1ee243ff // fcvt s31, h31
 	WORD $0x1e3f0bde // fmul s30, s30, s31
-	WORD $0x1e3e2884 // fadd s4, s4, s30
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x1e3e2af7 // fadd s23, s23, s30
 	ADD $24, R0
 	ADD $36, R1
 	SUBS $1, R2, R2
 	BNE loop
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x6e0740e6 // ext v6.16b, v7.16b, v7.16b, #8
+	WORD $0x4e26d4e7 // fadd v7.4s, v7.4s, v6.4s
+	WORD $0x7e30d8e7 // faddp s7, v7.2s
+	WORD $0x1e3728e7 // fadd s7, s7, s23
 	FMOVS F7, ret+24(FP)
 	RET
 
@@ -342,7 +391,9 @@ TEXT ·dotIQ4_NLQ8_0ASIMD(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -356,6 +407,11 @@ loop:
 	WORD $0x6f0c0621 // ushr v1.16b, v17.16b, #4
 	WORD $0x4e0003a0 // tbl v0.16b, {v29.16b}, v0.16b
 	WORD $0x4e0103a1 // tbl v1.16b, {v29.16b}, v1.16b
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x0e22c010 // smull v16.8h, v0.8b, v2.8b
 	WORD $0x4e22c011 // smull2 v17.8h, v0.16b, v2.16b
 	WORD $0x0e23c032 // smull v18.8h, v1.8b, v3.8b
@@ -366,13 +422,7 @@ loop:
 	WORD $0x4e606a64 // sadalp v4.4s, v19.8h
 	WORD $0x4eb1b884 // addv s4, v4.4s
 	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x1f141c87 // fmadd s7, s4, s20, s7
 	ADD $18, R0
 	ADD $34, R1
 	SUBS $1, R2, R2
@@ -387,7 +437,9 @@ TEXT ·dotIQ4_NLQ8_0SDOT(SB), NOSPLIT, $0-28
 	MOVD nb+16(FP), R2
 	MOVD $legConsts<>(SB), R9
 	VLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]
+	WORD $0x6e261cc6 // eor v6.16b, v6.16b, v6.16b
 	WORD $0x6e271ce7 // eor v7.16b, v7.16b, v7.16b
+	WORD $0x6e371ef7 // eor v23.16b, v23.16b, v23.16b
 	WORD $0x4f00e5f8 // movi v24.16b, #0xf
 	WORD $0x4f00e619 // movi v25.16b, #0x10
 loop:
@@ -401,18 +453,17 @@ loop:
 	WORD $0x6f0c0621 // ushr v1.16b, v17.16b, #4
 	WORD $0x4e0003a0 // tbl v0.16b, {v29.16b}, v0.16b
 	WORD $0x4e0103a1 // tbl v1.16b, {v29.16b}, v1.16b
+	WORD $0x1e270094 // fmov s20, w4
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e270155 // fmov s21, w10
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
 	WORD $0x6e241c84 // eor v4.16b, v4.16b, v4.16b
 	WORD $0x4e829404 // sdot v4.4s, v0.16b, v2.16b
 	WORD $0x4e839424 // sdot v4.4s, v1.16b, v3.16b
 	WORD $0x4eb1b884 // addv s4, v4.4s
 	WORD $0x5e21d884 // scvtf s4, s4
-	WORD $0x1e270085 // fmov s5, w4
-	WORD $0x1ee240a5 // fcvt s5, h5
-	WORD $0x1e270146 // fmov s6, w10
-	WORD $0x1ee240c6 // fcvt s6, h6
-	WORD $0x1e2608a5 // fmul s5, s5, s6
-	WORD $0x1e2408a4 // fmul s4, s5, s4
-	WORD $0x1e2428e7 // fadd s7, s7, s4
+	WORD $0x1f141c87 // fmadd s7, s4, s20, s7
 	ADD $18, R0
 	ADD $34, R1
 	SUBS $1, R2, R2

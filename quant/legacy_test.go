@@ -293,7 +293,8 @@ func decodeQ8_1(t *testing.T, a []byte, n int) []float32 {
 	return y
 }
 
-// TestQuantizeQ8_1 checks that Q8_1 holds Q8_0's d and quants, and s.
+// TestQuantizeQ8_1 checks that Q8_1 holds the d and quants of Q8_0 as
+// activations are encoded (quantizeQ8_0Acts), and s.
 func TestQuantizeQ8_1(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	for _, nb := range []int{0, 1, 2, 5, 33} {
@@ -309,7 +310,7 @@ func TestQuantizeQ8_1(t *testing.T) {
 			}
 		}
 		a0 := make([]byte, nb*q8_0Bytes)
-		quantizeQ8_0(x, a0)
+		quantizeQ8_0Acts(x, a0)
 		for b := 0; b < nb; b++ {
 			q1, q0 := a1[b*q8_1Bytes:(b+1)*q8_1Bytes], a0[b*q8_0Bytes:(b+1)*q8_0Bytes]
 			if string(q1[:2]) != string(q0[:2]) || string(q1[4:]) != string(q0[2:]) {
@@ -631,6 +632,140 @@ func BenchmarkLegacyDots(b *testing.B) {
 				}
 				_ = s
 			})
+		}
+	}
+}
+
+// legacyBlock encodes one weight block of typ from its scale d and offset m
+// (f16 bits; m only for Q4_1 and Q5_1) and its 32 decoded integers: the
+// values (Q4_1 0..15, Q5_0 -16..15, Q5_1 0..31) or IQ4_NL's level indices.
+func legacyBlock(typ Type, d, m uint16, q [32]int) []byte {
+	b := make([]byte, typ.BlockBytes())
+	binary.LittleEndian.PutUint16(b, d)
+	qs, qhAt := b[2:], -1
+	switch typ {
+	case Q4_1:
+		binary.LittleEndian.PutUint16(b[2:], m)
+		qs = b[4:]
+	case Q5_0:
+		qs, qhAt = b[6:], 2
+	case Q5_1:
+		binary.LittleEndian.PutUint16(b[2:], m)
+		qs, qhAt = b[8:], 4
+	}
+	var qh uint32
+	for j := 0; j < 16; j++ {
+		lo, hi := q[j], q[j+16]
+		if typ == Q5_0 {
+			lo, hi = lo+16, hi+16
+		}
+		qs[j] = byte(lo&0xf | hi&0xf<<4)
+		qh |= uint32(lo>>4&1)<<j | uint32(hi>>4&1)<<(j+16)
+	}
+	if qhAt >= 0 {
+		binary.LittleEndian.PutUint32(b[qhAt:], qh)
+	}
+	return b
+}
+
+// actBlock encodes one Q8_0 or Q8_1 block (s only for Q8_1).
+func actBlock(typ Type, d, s uint16, y [32]int8) []byte {
+	b := make([]byte, typ.BlockBytes())
+	binary.LittleEndian.PutUint16(b, d)
+	qs := b[2:]
+	if typ == Q8_1 {
+		binary.LittleEndian.PutUint16(b[2:], s)
+		qs = b[4:]
+	}
+	for j, v := range y {
+		qs[j] = byte(v)
+	}
+	return b
+}
+
+// TestLegacyDotOrder pins the float order legacy.go documents, in the twins
+// and in the kernels of every per-architecture set this CPU runs, on blocks
+// whose results tell it from its neighbours:
+//
+//   - lanes: block 1 puts 2^30 in lane 0, block 2 48 in each of two other
+//     lanes. With lanes 4 and 5, hsum8 adds one 48 to lane 0's 2^30 (it
+//     rounds back to 2^30, whose ulp is 128) and then the other: 2^30,
+//     where a single running sum (IQ4_NL's order) adds the block's 96 at
+//     once: 2^30+128. With lanes 5 and 7, hsum8 adds the two 48s together
+//     first: 2^30+128, where a lane-by-lane sum gives 2^30.
+//   - fused: block 1 adds d*s, block 2 d*(-s), with d*s not a float32;
+//     a fused step leaves round(d*s) - d*s, an unfused one 0.
+func TestLegacyDotOrder(t *testing.T) {
+	sets := append([]kernelSet{genericKernels}, archSets...)
+	for _, set := range sets {
+		testLegacyDotOrder(t, set.name, legacyEntries(&set))
+	}
+}
+
+func testLegacyDotOrder(t *testing.T, set string, dots []func(w, a []byte) float32) {
+	one := uint16(0x3c00)
+	for i, d := range legacyTypes {
+		dot := dots[i]
+		unit := 1 // the value 1 and the largest value
+		top := 15
+		if d.w == Q5_1 {
+			top = 31
+		}
+		if d.w == IQ4_NL {
+			unit, top = 8, 15 // kvaluesIQ4NL[8] = 1, [15] = 113
+		}
+		zero := 0
+		if d.w == IQ4_NL {
+			zero = 8 // no level is 0: the activations are, instead
+		}
+		blocks := func(q0, q1 [32]int, y0, y1 [32]int8, d0, d1 uint16) (w, a []byte) {
+			w = append(legacyBlock(d.w, d0, 0, q0), legacyBlock(d.w, d1, 0, q1)...)
+			a = append(actBlock(d.act, d0, 0, y0), actBlock(d.act, d1, 0, y1)...)
+			return w, a
+		}
+		fill := func(v int) (q [32]int) {
+			for i := range q {
+				q[i] = v
+			}
+			return q
+		}
+		// lanes: block 1 puts 2^30 in lane 0, block 2 48 in each of two
+		// other lanes.
+		for _, c := range []struct {
+			l1, l2       int
+			lanes, whole float32
+		}{{4, 5, 1 << 30, 1<<30 + 128}, {5, 7, 1<<30 + 128, 1<<30 + 128}} {
+			q0, q1 := fill(zero), fill(zero)
+			var y0, y1 [32]int8
+			q0[0], y0[0] = unit, 1
+			q1[4*c.l1], y1[4*c.l1] = unit, 48
+			q1[4*c.l2], y1[4*c.l2] = unit, 48
+			w, a := blocks(q0, q1, y0, y1, 0x7800, one) // 2^15 * 2^15 = 2^30
+			want := c.lanes
+			if d.w == IQ4_NL {
+				want = c.whole
+			}
+			if got := dot(w, a); got != want {
+				t.Errorf("%s %v lanes 0, %d, %d: %v, want %v", set, d.w, c.l1, c.l2, got, want)
+			}
+		}
+		// fused
+		q0, q1 := fill(zero), fill(zero)
+		var y0, y1 [32]int8
+		q0[0], y0[0] = top, 127
+		q1[0], y1[0] = top, -127
+		w, a := blocks(q0, q1, y0, y1, 0x3c01, 0x3c01)
+		level := float64(top)
+		if d.w == IQ4_NL {
+			level = float64(kvaluesIQ4NL[top])
+		}
+		sc := float64(f16At(w[0:])) * float64(f16At(a[0:]))
+		p := sc * level * 127 // exact in float64
+		if float64(float32(p)) == p {
+			t.Fatalf("%v fused: d*s = %v is a float32", d.w, p)
+		}
+		if got, want := dot(w, a), float32(float64(float32(p))-p); got != want || want == 0 {
+			t.Errorf("%s %v fused: %v, want %v", set, d.w, got, want)
 		}
 	}
 }

@@ -104,24 +104,34 @@ func roundAway(f float32) int32 { return int32(math.Round(float64(f))) }
 // (below ~3.7e-37, where d is a zero F16 anyway) gives zero quants.
 func quantizeQ8_0Acts(x []float32, dst []byte) {
 	for b := 0; b < len(x)/qk8_0; b++ {
-		xb := (*[qk8_0]float32)(x[b*qk8_0:])
 		y := (*[q8_0Bytes]byte)(dst[b*q8_0Bytes:])
-		var amax float32
-		for _, v := range xb {
-			amax = max(amax, abs32(v))
-		}
-		d := amax / 127
-		var id float32
-		if amax != 0 {
-			if id = 127 / amax; id > math.MaxFloat32 {
-				id = 0
-			}
-		}
+		d, _ := quantizeActsBlock((*[qk8_0]float32)(x[b*qk8_0:]), (*[qk8_0]byte)(y[2:]))
 		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
-		for j, v := range xb {
-			y[2+j] = byte(int8(roundEven(v * id)))
+	}
+}
+
+// quantizeActsBlock writes the quants of one block of activations as
+// quantize_row_q8_0 and quantize_row_q8_1 on x86 compute them (see
+// quantizeQ8_0Acts) and returns the block's d, before its rounding to F16,
+// and the sum of the quants (Q8_1's s is d times it).
+func quantizeActsBlock(xb *[qk8_0]float32, qs *[qk8_0]byte) (d float32, sum int32) {
+	var amax float32
+	for _, v := range xb {
+		amax = max(amax, abs32(v))
+	}
+	d = amax / 127
+	var id float32
+	if amax != 0 {
+		if id = 127 / amax; id > math.MaxFloat32 {
+			id = 0
 		}
 	}
+	for j, v := range xb {
+		q := roundEven(v * id)
+		qs[j] = byte(int8(q))
+		sum += q
+	}
+	return d, sum
 }
 
 // roundEven rounds half to even, as the CPU's default rounding mode.

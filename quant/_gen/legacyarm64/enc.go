@@ -74,3 +74,30 @@ func fmulS(d, n, m int) inst {
 func faddS(d, n, m int) inst {
 	return inst{0x1e202800 | rdm(d, n, m), fmt.Sprintf("fadd s%d, s%d, s%d", d, n, m)}
 }
+
+func addp4s(d, n, m int) inst { return v3(0x4ea0bc00, "addp", "4s", d, n, m) }
+func fadd4s(d, n, m int) inst { return v3(0x4e20d400, "fadd", "4s", d, n, m) }
+
+func scvtf4s(d, n int) inst {
+	return inst{0x4e21d800 | rd(d, n), fmt.Sprintf("scvtf v%d.4s, v%d.4s", d, n)}
+}
+
+// fmlaElem4s adds n times lane 0 of m to d, each lane rounded once.
+func fmlaElem4s(d, n, m int) inst {
+	return inst{0x4f801000 | rdm(d, n, m), fmt.Sprintf("fmla v%d.4s, v%d.4s, v%d.s[0]", d, n, m)}
+}
+
+// ext16b takes bytes imm.. of n then m.
+func ext16b(d, n, m, imm int) inst {
+	return inst{0x6e000000 | uint32(imm&15)<<11 | rdm(d, n, m), fmt.Sprintf("ext v%d.16b, v%d.16b, v%d.16b, #%d", d, n, m, imm)}
+}
+
+// faddp2s adds lanes 0 and 1 of n.
+func faddp2s(d, n int) inst {
+	return inst{0x7e30d800 | rd(d, n), fmt.Sprintf("faddp s%d, v%d.2s", d, n)}
+}
+
+// fmaddS is d = a + n*m, rounded once.
+func fmaddS(d, n, m, a int) inst {
+	return inst{0x1f000000 | uint32(a&31)<<10 | rdm(d, n, m), fmt.Sprintf("fmadd s%d, s%d, s%d, s%d", d, n, m, a)}
+}

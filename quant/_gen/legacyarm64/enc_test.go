@@ -7,7 +7,8 @@ import "testing"
 // quant/_gen/arm64 also uses are its tests' (from LLVM's assembler); those
 // of cmtst, tbl, fadd and movi #0x10 were worked out from the field
 // layouts of the Arm Architecture Reference Manual, and the kernels' tests
-// under qemu check them in use.
+// under qemu check them in use; those of addp, the vector fadd and scvtf,
+// fmla by element, ext, faddp and fmadd are llvm-mc's (-triple=aarch64).
 func TestEncodings(t *testing.T) {
 	for _, tc := range []struct {
 		got  inst
@@ -35,6 +36,13 @@ func TestEncodings(t *testing.T) {
 		{fmovSW(5, 4), "fmov s5, w4", 0x1e270085},
 		{fmulS(5, 5, 6), "fmul s5, s5, s6", 0x1e2608a5},
 		{faddS(7, 7, 4), "fadd s7, s7, s4", 0x1e2428e7},
+		{addp4s(4, 16, 17), "addp v4.4s, v16.4s, v17.4s", 0x4eb1be04},
+		{scvtf4s(4, 5), "scvtf v4.4s, v5.4s", 0x4e21d8a4},
+		{fmlaElem4s(6, 4, 20), "fmla v6.4s, v4.4s, v20.s[0]", 0x4f941086},
+		{fadd4s(6, 7, 5), "fadd v6.4s, v7.4s, v5.4s", 0x4e25d4e6},
+		{ext16b(7, 6, 5, 8), "ext v7.16b, v6.16b, v5.16b, #8", 0x6e0540c7},
+		{faddp2s(6, 3), "faddp s6, v3.2s", 0x7e30d866},
+		{fmaddS(7, 4, 20, 9), "fmadd s7, s4, s20, s9", 0x1f142487},
 	} {
 		if tc.got.text != tc.text || tc.got.word != tc.want {
 			t.Errorf("%s = %#08x, want %q = %#08x", tc.got.text, tc.got.word, tc.text, tc.want)

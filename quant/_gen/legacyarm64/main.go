@@ -6,13 +6,20 @@
 // Run from the module root: go run ./quant/_gen/legacyarm64 (or go
 // generate ./quant).
 //
-// Each kernel is its Go twin in quant/legacy.go to the bit: a block's
-// products are summed exactly in int32 (SMULL/SADALP on base ASIMD, SDOT
-// where the CPU has it; every weight value is a signed byte, so any
-// activation byte is valid), converted with SCVTF, and the block's float32
-// steps are the twin's, in its order, each rounded alone (FMUL and FADD,
-// never FMADD: the twins convert every product explicitly, so gc does not
-// fuse them either).
+// Each kernel is its Go twin in quant/legacy.go to the bit, in the twins'
+// float order (llama.cpp's x86 one): a block's products are summed exactly
+// in int32 (SMULL/SADDLP on base ASIMD, SDOT where the CPU has it; every
+// weight value is a signed byte, so any activation byte is valid) and
+// converted with SCVTF, exact, then
+//
+//   - Q4_1, Q5_0, Q5_1: into eight lanes of four values each (0..3 in one
+//     vector, 4..7 in another; ADDP of SADDLP pairs on base ASIMD, one SDOT
+//     per vector), which go into two vectors of float32 accumulators by one
+//     fused FMLA each a block with the block's d*dy (exact), summed at the
+//     end in hsum_float_8's order; Q4_1 and Q5_1 add m*s (exact) to a
+//     scalar summs block after block, and summs to the sum last.
+//   - IQ4_NL: into one int32 (ADDV), which goes into one float32 by one
+//     fused FMADD a block.
 //
 // The Go assembler has no mnemonics for most of these vector forms, so the
 // vector and floating-point instructions are WORDs with their LLVM/GNU
@@ -35,9 +42,11 @@ func (g *gen) w(ins ...inst) {
 	}
 }
 
-// Registers: R0 w, R1 a, R2 blocks left; V7 the sum; V24 bytes 0x0f, V25
+// Registers: R0 w, R1 a, R2 blocks left; V6, V7 the accumulators of lanes
+// 0..3 and 4..7 (S7 the sum for IQ4_NL); V23 summs; V24 bytes 0x0f, V25
 // bytes 0x10; V26, V27 the TBL indices that spread qh's bytes 0,1 and 2,3
-// over 16 lanes each; V28 bytes 1<<(i%8); V29 the IQ4_NL levels.
+// over 16 lanes each; V28 bytes 1<<(i%8); V29 the IQ4_NL levels. V8..V15
+// are left alone.
 type kind struct {
 	name   string // Go function name stem
 	wBytes int    // weight block
@@ -103,7 +112,7 @@ func (g *gen) kernel(k kind, useSDOT bool) {
 	g.p("\tMOVD nb+16(FP), R2")
 	g.p("\tMOVD $legConsts<>(SB), R9")
 	g.p("\tVLD1 (R9), [V26.B16, V27.B16, V28.B16, V29.B16]")
-	g.w(eor16b(7, 7, 7), movi16b(24, 0x0f), movi16b(25, 0x10))
+	g.w(eor16b(6, 6, 6), eor16b(7, 7, 7), eor16b(23, 23, 23), movi16b(24, 0x0f), movi16b(25, 0x10))
 	g.p("loop:")
 	// Scalars: d (and m) of the weights, dy (and s) of the activations.
 	g.p("\tMOVHU (R0), R4")
@@ -134,26 +143,47 @@ func (g *gen) kernel(k kind, useSDOT bool) {
 	if k.levels {
 		g.w(tbl16b(0, 29, 0), tbl16b(1, 29, 1))
 	}
-	// The block's exact int32 sum, as float32, in S4.
-	if useSDOT {
-		g.w(eor16b(4, 4, 4), sdot(4, 0, 2), sdot(4, 1, 3))
+	// d*dy (exact) in S20.
+	g.w(fmovSW(20, 4), fcvtSH(20, 20), fmovSW(21, 10), fcvtSH(21, 21), fmulS(20, 20, 21))
+	if k.levels {
+		// The block's exact int32 sum, as float32, in S4, then
+		// sum = fma(sumi, d*dy, sum).
+		if useSDOT {
+			g.w(eor16b(4, 4, 4), sdot(4, 0, 2), sdot(4, 1, 3))
+		} else {
+			g.w(smull8h(16, 0, 2), smull28h(17, 0, 2), smull8h(18, 1, 3), smull28h(19, 1, 3),
+				saddlp4s(4, 16), sadalp4s(4, 17), sadalp4s(4, 18), sadalp4s(4, 19))
+		}
+		g.w(addv4s(4, 4), scvtfS(4, 4), fmaddS(7, 4, 20, 7))
 	} else {
-		g.w(smull8h(16, 0, 2), smull28h(17, 0, 2), smull8h(18, 1, 3), smull28h(19, 1, 3),
-			saddlp4s(4, 16), sadalp4s(4, 17), sadalp4s(4, 18), sadalp4s(4, 19))
+		// The eight exact int32 lanes, as float32, in V4 (0..3) and V5
+		// (4..7), then acc = fma(lanes, d*dy, acc).
+		if useSDOT {
+			g.w(eor16b(4, 4, 4), eor16b(5, 5, 5), sdot(4, 0, 2), sdot(5, 1, 3))
+		} else {
+			g.w(smull8h(16, 0, 2), smull28h(17, 0, 2), smull8h(18, 1, 3), smull28h(19, 1, 3),
+				saddlp4s(16, 16), saddlp4s(17, 17), saddlp4s(18, 18), saddlp4s(19, 19),
+				addp4s(4, 16, 17), addp4s(5, 18, 19))
+		}
+		g.w(scvtf4s(4, 4), scvtf4s(5, 5), fmlaElem4s(6, 4, 20), fmlaElem4s(7, 5, 20))
 	}
-	g.w(addv4s(4, 4), scvtfS(4, 4))
-	// (d*dy)*sumi [+ m*s], then the running sum.
-	g.w(fmovSW(5, 4), fcvtSH(5, 5), fmovSW(6, 10), fcvtSH(6, 6),
-		fmulS(5, 5, 6), fmulS(4, 5, 4))
 	if k.offset {
+		// summs += m*s (exact).
 		g.w(fmovSW(30, 5), fcvtSH(30, 30), fmovSW(31, 11), fcvtSH(31, 31),
-			fmulS(30, 30, 31), faddS(4, 4, 30))
+			fmulS(30, 30, 31), faddS(23, 23, 30))
 	}
-	g.w(faddS(7, 7, 4))
 	g.p("\tADD $%d, R0", k.wBytes)
 	g.p("\tADD $%d, R1", k.aBytes)
 	g.p("\tSUBS $1, R2, R2")
 	g.p("\tBNE loop")
+	if !k.levels {
+		// hsum_float_8: r_i = acc[i+4]+acc[i], then (r0+r2) + (r1+r3);
+		// then + summs.
+		g.w(fadd4s(7, 7, 6), ext16b(6, 7, 7, 8), fadd4s(7, 7, 6), faddp2s(7, 7))
+		if k.offset {
+			g.w(faddS(7, 7, 23))
+		}
+	}
 	g.p("\tFMOVS F7, ret+24(FP)")
 	g.p("\tRET")
 }
