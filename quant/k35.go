@@ -284,7 +284,26 @@ func makeQ3Quants(nmax int32, x *[16]float32, L *[16]int8) float32 {
 // av_x + |x|), both stored as 6-bit multiples of the f16 d and dmin, and
 // every value is requantized against them.
 func quantizeQ5_KBlock(x *[qkK]float32, y *[q5_KBytes]byte) {
+	*y = [q5_KBytes]byte{}
 	var L [qkK]uint8
+	quantizeScaleMinK(x, 31, -0.5, 15, (*[4]byte)(y[0:]), (*[kScaleSize]byte)(y[4:]), &L)
+	qh, qs := y[16:48], y[48:176]
+	for g := 0; g < 4; g++ {
+		for l := 0; l < 32; l++ {
+			l1, l2 := L[64*g+l], L[64*g+32+l]
+			qh[l] |= (l1>>4)<<(2*g) | (l2>>4)<<(2*g+1)
+			qs[32*g+l] = l1&0xf | (l2&0xf)<<4
+		}
+	}
+}
+
+// quantizeScaleMinK is what ggml's quantize_row_q4_K_ref and
+// quantize_row_q5_K_ref share: each sub-block of 32 gets a scale and a min
+// from make_qkx2_quants (levels 0..nmax, weights av_x+|x|, the grid search
+// from rmin in nstep steps of 0.1), both are stored as 6-bit multiples of
+// the f16 super-block steps written to dm (d, then dmin), and every value is
+// requantized against its stored scale and min into L.
+func quantizeScaleMinK(x *[qkK]float32, nmax int32, rmin float32, nstep int, dm *[4]byte, sc *[kScaleSize]byte, L *[qkK]uint8) {
 	var scales, mins [8]float32
 	var maxScale, maxMin float32
 	var weights [32]float32
@@ -298,7 +317,7 @@ func quantizeQ5_KBlock(x *[qkK]float32, y *[q5_KBytes]byte) {
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2Quants(31, xs[:], weights[:], L[32*j:32*j+32], -0.5, 0.1, 15, false)
+		scales[j], mins[j] = makeQKX2Quants(nmax, xs[:], weights[:], L[32*j:32*j+32], rmin, 0.1, nstep, false)
 		maxScale = max(maxScale, scales[j])
 		maxMin = max(maxMin, mins[j])
 	}
@@ -314,27 +333,18 @@ func quantizeQ5_KBlock(x *[qkK]float32, y *[q5_KBytes]byte) {
 		ls[j] = min(63, uint8(nearestInt(invScale*scales[j])))
 		lm[j] = min(63, uint8(nearestInt(invMin*mins[j])))
 	}
-	*y = [q5_KBytes]byte{}
-	putScaleMinK4((*[kScaleSize]byte)(y[4:]), &ls, &lm)
-	binary.LittleEndian.PutUint16(y[0:], F32ToF16(maxScale/63))
-	binary.LittleEndian.PutUint16(y[2:], F32ToF16(maxMin/63))
-	d, dmin := f16At(y[0:]), f16At(y[2:])
+	putScaleMinK4(sc, &ls, &lm)
+	binary.LittleEndian.PutUint16(dm[0:], F32ToF16(maxScale/63))
+	binary.LittleEndian.PutUint16(dm[2:], F32ToF16(maxMin/63))
+	d, dmin := f16At(dm[0:]), f16At(dm[2:])
 	for j := 0; j < 8; j++ {
 		dq := float32(d * float32(ls[j]))
 		if dq == 0 {
 			continue
 		}
-		dm := float32(dmin * float32(lm[j]))
+		dmj := float32(dmin * float32(lm[j]))
 		for i := 32 * j; i < 32*j+32; i++ {
-			L[i] = uint8(min(31, max(0, nearestInt((x[i]+dm)/dq))))
-		}
-	}
-	qh, qs := y[16:48], y[48:176]
-	for g := 0; g < 4; g++ {
-		for l := 0; l < 32; l++ {
-			l1, l2 := L[64*g+l], L[64*g+32+l]
-			qh[l] |= (l1>>4)<<(2*g) | (l2>>4)<<(2*g+1)
-			qs[32*g+l] = l1&0xf | (l2&0xf)<<4
+			L[i] = uint8(min(nmax, max(0, nearestInt((x[i]+dmj)/dq))))
 		}
 	}
 }

@@ -186,55 +186,14 @@ func quantizeQ4_0(x []float32, dst []byte) {
 	}
 }
 
-// quantizeQ4_KBlock encodes 256 values as one Q4_K block. Each sub-block of
-// 32 gets a min (rounded up, so its lowest value stays representable) and a
-// scale covering the rest of its range (also rounded up, so its highest value
-// does too); both are then stored as 6-bit multiples of the f16 super-block
-// steps dmin and d, and every value is requantized against the stored scale
-// and min, as ggml does.
+// quantizeQ4_KBlock is ggml's quantize_row_q4_K_ref (no importance
+// matrix): quantizeScaleMinK with levels 0..15 and make_qkx2_quants' search
+// from -1 in 20 steps, then the nibbles, sub-blocks 2g and 2g+1 sharing a
+// byte run. Every block is llama-quantize's byte for byte
+// (synth's TestQuantizeMatchesLlamaQuantize).
 func quantizeQ4_KBlock(x *[qkK]float32, y *[q4_KBytes]byte) {
-	var mins, highs [8]float32
-	var maxMin float32
-	for j := 0; j < 8; j++ {
-		lo, hi := x[32*j], x[32*j]
-		for _, v := range x[32*j : 32*j+32] {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		mins[j], highs[j] = -min(lo, 0), hi
-		maxMin = max(maxMin, mins[j])
-	}
-	dmin16 := f16Ceil(maxMin / 63)
-	dmin := F16ToF32(dmin16)
-
-	var lm, ls [8]uint8
-	var scales [8]float32
-	var maxScale float32
-	for j := 0; j < 8; j++ {
-		lm[j] = ceilStep(mins[j], dmin)
-		scales[j] = (highs[j] + dmin*float32(lm[j])) / 15
-		maxScale = max(maxScale, scales[j])
-	}
-	d16 := f16Ceil(maxScale / 63)
-	d := F16ToF32(d16)
-	for j := 0; j < 8; j++ {
-		ls[j] = ceilStep(scales[j], d)
-	}
-
-	binary.LittleEndian.PutUint16(y[0:], d16)
-	binary.LittleEndian.PutUint16(y[2:], dmin16)
-	putScaleMinK4((*[kScaleSize]byte)(y[4:]), &ls, &lm)
-
 	var L [qkK]uint8
-	for j := 0; j < 8; j++ {
-		dq := d * float32(ls[j])
-		if dq == 0 {
-			continue // all values of this sub-block decode to -min
-		}
-		dm := dmin * float32(lm[j])
-		for i := 32 * j; i < 32*j+32; i++ {
-			L[i] = uint8(min(15, max(0, nearestInt((x[i]+dm)/dq))))
-		}
-	}
+	quantizeScaleMinK(x, 15, -1, 20, (*[4]byte)(y[0:]), (*[kScaleSize]byte)(y[4:]), &L)
 	qs := y[4+kScaleSize:]
 	for g := 0; g < 4; g++ {
 		for l := 0; l < 32; l++ {
@@ -243,41 +202,71 @@ func quantizeQ4_KBlock(x *[qkK]float32, y *[q4_KBytes]byte) {
 	}
 }
 
-// f16Ceil returns the smallest f16 not below v (v >= 0, finite).
-func f16Ceil(v float32) uint16 {
-	h := F32ToF16(v)
-	if F16ToF32(h) < v {
-		h++
+// makeQXQuants is ggml's make_qx_quants for 16 values with rmse_type 1
+// and no importance weights: levels -nmax..nmax-1 (stored in L plus nmax)
+// from the value of largest magnitude, then 18 other grids tried, each
+// kept when its x²-weighted least-squares fit is better; the scale is
+// returned. Products are converted one by one so that no step is fused on
+// arm64.
+func makeQXQuants(nmax int32, x *[16]float32, L *[16]uint8) float32 {
+	var amax, mx float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, mx = a, v
+		}
 	}
-	return h
-}
-
-// ceilStep returns ceil(v/step) clamped to [0, 63], 0 when step is 0.
-func ceilStep(v, step float32) uint8 {
-	if step == 0 || v <= 0 {
+	if amax < 1e-15 {
+		*L = [16]uint8{}
 		return 0
 	}
-	return uint8(min(63, math.Ceil(float64(v/step))))
+	fit := func(iscale float32, store bool) (sumlx, suml2 float32) {
+		for i, v := range x {
+			l := min(nmax-1, max(-nmax, nearestInt(float32(iscale*v))))
+			if store {
+				L[i] = uint8(l + nmax)
+			}
+			w := float32(v * v)
+			sumlx += float32(float32(w*v) * float32(l))
+			suml2 += float32(float32(w*float32(l)) * float32(l))
+		}
+		return sumlx, suml2
+	}
+	sumlx, suml2 := fit(-float32(nmax)/mx, true)
+	var scale float32
+	if suml2 != 0 {
+		scale = sumlx / suml2
+	}
+	best := float32(scale * sumlx)
+	for is := -9; is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale := -(float32(nmax) + float32(0.1*float32(is))) / mx
+		sumlx, suml2 := fit(iscale, false)
+		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
+			fit(iscale, true)
+			scale = sumlx / suml2
+			best = float32(scale * sumlx)
+		}
+	}
+	return scale
 }
 
-// quantizeQ6_KBlock encodes 256 values as one Q6_K block, as ggml's
-// quantize_row_q6_K_ref without its search for the best scale: each
-// sub-block of 16 maps its value of largest magnitude to -32, the 16 scales
-// are stored as int8 multiples of the f16 d, and every value is requantized
-// against its stored scale.
+// quantizeQ6_KBlock is ggml's quantize_row_q6_K_ref (no importance
+// matrix): each sub-block of 16 gets its scale from make_qx_quants' search,
+// the 16 scales are stored as int8 multiples of the f16 d (the one of
+// largest magnitude at -128), and every value is requantized against its
+// stored scale; a sub-block whose stored scale is zero keeps the search's
+// levels, as ggml's does. Every block is llama-quantize's byte for byte
+// (synth's TestQuantizeMatchesLlamaQuantize).
 func quantizeQ6_KBlock(x *[qkK]float32, y *[q6_KBytes]byte) {
+	var L [qkK]uint8
 	var scales [16]float32
 	var maxScale, maxAbsScale float32
 	for ib := 0; ib < 16; ib++ {
-		var amax, mx float32
-		for _, v := range x[16*ib : 16*ib+16] {
-			if abs32(v) > amax {
-				amax, mx = abs32(v), v
-			}
-		}
-		scales[ib] = mx / -32
-		if abs32(scales[ib]) > maxAbsScale {
-			maxAbsScale, maxScale = abs32(scales[ib]), scales[ib]
+		scales[ib] = makeQXQuants(32, (*[16]float32)(x[16*ib:]), (*[16]uint8)(L[16*ib:]))
+		if a := abs32(scales[ib]); a > maxAbsScale {
+			maxAbsScale, maxScale = a, scales[ib]
 		}
 	}
 	*y = [q6_KBytes]byte{}
@@ -285,23 +274,19 @@ func quantizeQ6_KBlock(x *[qkK]float32, y *[q6_KBytes]byte) {
 		return // all (near) zero: d = 0
 	}
 	iscale := -128 / maxScale
-	d16 := F32ToF16(1 / iscale)
-	binary.LittleEndian.PutUint16(y[208:], d16)
-	d := F16ToF32(d16)
+	binary.LittleEndian.PutUint16(y[208:], F32ToF16(1/iscale))
+	d := f16At(y[208:])
 	sc := y[192:208]
 	for ib := 0; ib < 16; ib++ {
 		sc[ib] = byte(int8(min(127, nearestInt(iscale*scales[ib]))))
 	}
-
-	var L [qkK]uint8
 	for ib := 0; ib < 16; ib++ {
-		dq := d * float32(int8(sc[ib]))
+		dq := float32(d * float32(int8(sc[ib])))
+		if dq == 0 {
+			continue
+		}
 		for i := 16 * ib; i < 16*ib+16; i++ {
-			l := int32(0)
-			if dq != 0 {
-				l = min(31, max(-32, nearestInt(x[i]/dq)))
-			}
-			L[i] = uint8(l + 32)
+			L[i] = uint8(min(31, max(-32, nearestInt(x[i]/dq))) + 32)
 		}
 	}
 	for h := 0; h < 2; h++ {

@@ -38,7 +38,7 @@ func TestQuantizeMatchesLlamaQuantize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f32.Close()
-	for _, typ := range []quant.Type{quant.Q3_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q3_K, quant.Q5_K, quant.Q2_K, quant.IQ4_XS, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL, quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		dst := filepath.Join(dir, typ.String()+".gguf")
 		if out, err := exec.Command(bin, "--pure", src, dst, typ.String()).CombinedOutput(); err != nil {
 			t.Fatalf("llama-quantize %v: %v\n%s", typ, err, out)
