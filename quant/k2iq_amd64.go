@@ -3,11 +3,23 @@
 package quant
 
 // Every amd64 set (all need AVX2) takes the AVX2 Q2_K and IQ4_XS dots of
-// k2iq_amd64.s; neither type has batched kernels, so MatMul runs these per
-// row.
+// k2iq_amd64.s and, as gemmK (the set's gemmK keeps its other types), the
+// batched row kernels of k2iqg_amd64.s on gemmK35's tiling.
 var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 	s.dotQ2_KQ8_K = dotQ2_KQ8_K_amd64
 	s.dotIQ4_XSQ8_K = dotIQ4_XSQ8_K_amd64
+	prev := s.gemmK
+	s.gemmK = func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+		switch t {
+		case Q2_K:
+			gemmK35(q2kRowAVX2, nil, q2_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
+		case IQ4_XS:
+			gemmK35(iq4xsRowAVX2, nil, iq4_XSBytes, w, rb, lo, hi, a, arb, n, y, ys)
+		default:
+			prev(t, w, rb, lo, hi, a, arb, n, y, ys)
+		}
+	}
+	s.gemmKTypes |= 1<<Q2_K | 1<<IQ4_XS
 })
 
 // dotQ2_KQ8_K_amd64 is dotQ2_KQ8_KGo, bit for bit, for any bytes in
@@ -40,3 +52,13 @@ func dotQ2_KQ8_KAVX2(w, a *byte, nb int) float32
 
 //go:noescape
 func dotIQ4_XSQ8_KAVX2(w, a *byte, nb int) float32
+
+// The batched row kernels (k2iqg_amd64.s) have k35RowFunc's signature: one
+// weight row of nb > 0 super-blocks against c > 0 activation rows arb bytes
+// apart, output i at y[i*ys]; AVX2 and F16C.
+//
+//go:noescape
+func q2kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+
+//go:noescape
+func iq4xsRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)

@@ -265,8 +265,8 @@ func TestK2IQDotTwins(t *testing.T) {
 
 // TestK2IQMatMul checks that MatMul on every kernel set gives each output
 // bit for bit the Go twin on the row and the Q8_K activations, whatever the
-// number of activation rows (the sets with batched K-quant kernels must
-// hand these types to the per-row dots).
+// number of activation rows (the amd64 sets run them batched on gemmK,
+// arm64's per row).
 func TestK2IQMatMul(t *testing.T) {
 	defer UseGeneric(false)
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -277,7 +277,7 @@ func TestK2IQMatMul(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []int{1, 3, 9} {
+		for _, n := range []int{1, 3, 9, 16, 17, 33} {
 			x := testData(rng, n*cols)
 			a := quantizeAct(t, Q8_K, x)
 			arb := cols / qkK * q8_KBytes
