@@ -12,15 +12,34 @@ var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 	s.gemmK = func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 		switch t {
 		case Q2_K:
-			gemmK35(q2kRowAVX2, nil, q2_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
+			gemmK2IQ(dotQ2_KQ8_KAVX2, q2kRowAVX2, q2_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		case IQ4_XS:
-			gemmK35(iq4xsRowAVX2, nil, iq4_XSBytes, w, rb, lo, hi, a, arb, n, y, ys)
+			gemmK2IQ(dotIQ4_XSQ8_KAVX2, iq4xsRowAVX2, iq4_XSBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		default:
 			prev(t, w, rb, lo, hi, a, arb, n, y, ys)
 		}
 	}
 	s.gemmKTypes |= 1<<Q2_K | 1<<IQ4_XS
 })
+
+// gemmK2IQ is gemmKGo for Q2_K or IQ4_XS weights (blocks of bs bytes):
+// one activation row takes the row dot kernel dot (unpacking a super-block
+// for one row costs more than it saves), more take the batched row kernel
+// f on gemmK35's tiling. Both give every output the twin's bits.
+func gemmK2IQ(dot func(w, a *byte, nb int) float32, f k35RowFunc, bs int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	nb := rb / bs
+	if n != 1 || nb == 0 || lo >= hi {
+		gemmK35(f, nil, bs, w, rb, lo, hi, a, arb, n, y, ys)
+		return
+	}
+	// The assembly reads unchecked: check the last of each.
+	_ = w[(hi-1)*rb+nb*bs-1]
+	_ = a[nb*q8_KBytes-1]
+	y = y[lo:hi]
+	for r := range y {
+		y[r] = dot(&w[(lo+r)*rb], &a[0], nb)
+	}
+}
 
 // dotQ2_KQ8_K_amd64 is dotQ2_KQ8_KGo, bit for bit, for any bytes in
 // either argument.

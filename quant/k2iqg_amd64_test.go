@@ -155,7 +155,7 @@ func BenchmarkK2IQGemmK(b *testing.B) {
 			copy(w[r*rb:], row)
 			w[r*rb+5] ^= byte(r) // rows differ a little
 		}
-		for _, n := range []int{1, 8, 16} {
+		for _, n := range []int{1, 2, 4, 8, 16} {
 			arb := nb * q8_KBytes
 			a := make([]byte, n*arb)
 			for i := 0; i < n; i++ {

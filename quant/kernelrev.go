@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "24b301491b8287d2"
+const kernelRevision = "e916f15dceb73aa5"
