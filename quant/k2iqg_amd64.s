@@ -142,19 +142,20 @@ q2gblock:
 	MOVQ R10, R11
 
 q2gact:
-	VPXOR Y10, Y10, Y10
-	Q2G_PAIR(4, Y0, Y1)
+	VPMADDUBSW 4(BX), Y0, Y10
+	VPMADDUBSW 36(BX), Y1, Y11
+	VPADDW     Y11, Y10, Y10
+	VPMADDWD   Y9, Y10, Y10
 	Q2G_PAIR(68, Y2, Y3)
 	Q2G_PAIR(132, Y4, Y5)
 	Q2G_PAIR(196, Y6, Y7)
 	VPMADDWD 260(BX), Y8, Y11
 
-	// [isum, summs] as float32 in X10's lanes 0 and 1.
+	// [isum, summs] as float32 in X10's lanes 0 and 1: pairs within each
+	// lane, then the lanes, then the pairs of pairs.
+	VPHADDD      Y11, Y10, Y10
 	VEXTRACTI128 $1, Y10, X12
 	VPADDD       X12, X10, X10
-	VEXTRACTI128 $1, Y11, X12
-	VPADDD       X12, X11, X11
-	VPHADDD      X11, X10, X10
 	VPHADDD      X10, X10, X10
 	VCVTDQ2PS    X10, X10
 
