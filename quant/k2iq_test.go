@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -295,6 +296,23 @@ func TestK2IQMatMul(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestK2IQGemmKClaims checks which sets take Q2_K and IQ4_XS to gemmK:
+// every amd64 set (batched kernels in k2iqg_amd64.s), no arm64 set (their
+// gemmK has no such kernels; MatMul runs the per-row dots), never the
+// generic set.
+func TestK2IQGemmKClaims(t *testing.T) {
+	if genericKernels.hasGemmK(Q2_K) || genericKernels.hasGemmK(IQ4_XS) {
+		t.Error("the generic set claims Q2_K or IQ4_XS for gemmK")
+	}
+	for _, s := range archSets {
+		for _, typ := range []Type{Q2_K, IQ4_XS} {
+			if got, want := s.hasGemmK(typ), runtime.GOARCH == "amd64"; got != want {
+				t.Errorf("%s (%s): hasGemmK(%v) = %v, want %v", s.name, runtime.GOARCH, typ, got, want)
 			}
 		}
 	}
