@@ -27,6 +27,22 @@
 	VPMADDWD   (32*k)(SP), Y14, Y14; \
 	VPADDD     Y14, Y12, Y12
 
+// IQ4G4_SUB (with IQ4G4_ONE) is IQ4G_SUB for four activation rows at once (at BX, BX+R8,
+// BX+2*R8 and BX+AX, AX = 3*R8) into Y12..Y15, using Y8 and Y9.
+#define IQ4G4_ONE(act, v, k, acc) \
+	VMOVDQU    act, Y8; \
+	VPSIGNB    Y8, v, Y9; \
+	VPABSB     Y8, Y8; \
+	VPMADDUBSW Y9, Y8, Y9; \
+	VPMADDWD   (32*k)(SP), Y9, Y9; \
+	VPADDD     Y9, acc, acc
+
+#define IQ4G4_SUB(k, v) \
+	IQ4G4_ONE((4+32*k)(BX), v, k, Y12); \
+	IQ4G4_ONE((4+32*k)(BX)(R8*1), v, k, Y13); \
+	IQ4G4_ONE((4+32*k)(BX)(R8*2), v, k, Y14); \
+	IQ4G4_ONE((4+32*k)(BX)(AX*1), v, k, Y15)
+
 // q2gsc<>+32m picks, as int16 from 16 scale bytes in both lanes, scale 2m
 // into the low lane and scale 2m+1 into the high lane (0x80 zeroes).
 DATA q2gsc<>+0x00(SB)/8, $0x8000800080008000
@@ -203,6 +219,11 @@ GLOBL iq4gsmul<>(SB), RODATA|NOPTR, $32
 DATA iq4g32<>+0x00(SB)/8, $0x0020002000200020
 DATA iq4g32<>+0x08(SB)/8, $0x0020002000200020
 GLOBL iq4g32<>(SB), RODATA|NOPTR, $16
+DATA iq4gmask<>+0x00(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4gmask<>+0x08(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4gmask<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4gmask<>+0x18(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iq4gmask<>(SB), RODATA|NOPTR, $32
 
 // IQ4G_LEV leaves in va and vb the levels of sub-blocks 2p and 2p+1 (qs
 // bytes 32p.. at off(SI)), values 0..15 (low nibbles) in the low lane and
@@ -237,12 +258,13 @@ iq4gclear:
 	DECQ R11
 	JNZ  iq4gclear
 
-	MOVL           $0x0f0f0f0f, AX
-	VMOVD          AX, X15
-	VPBROADCASTD   X15, Y15
-	VBROADCASTI128 iq4gkv<>(SB), Y8
+	// AX = 3*arb, R12 = 3*ys*4 for the groups of four activation rows.
+	LEAQ (R8)(R8*2), AX
+	LEAQ (R9)(R9*2), R12
 
 iq4gblock:
+	VMOVDQU        iq4gmask<>(SB), Y15
+	VBROADCASTI128 iq4gkv<>(SB), Y8
 	// The 8 sub-block scales ls-32 as int16 at 256(SP), each broadcast
 	// to a register's 16 words at 32k(SP).
 	VMOVQ     0(SI), X9
@@ -270,13 +292,67 @@ iq4gblock:
 	IQ4G_LEV(40, Y2, Y3)
 	IQ4G_LEV(72, Y4, Y5)
 	IQ4G_LEV(104, Y6, Y7)
-	MOVWLZX   0(SI), AX
-	VMOVD     AX, X11
+	MOVWLZX   0(SI), R14
+	VMOVD     R14, X11
 	VCVTPH2PS X11, X11
 
 	MOVQ DI, BX
 	MOVQ DX, R13
 	MOVQ R10, R11
+	CMPQ R11, $4
+	JLT  iq4gtail
+
+iq4g4:
+	// Four activation rows: their isums in lanes 0..3 of X12, then the
+	// twin's float steps lane by lane, each rounded alone.
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+	IQ4G4_SUB(0, Y0)
+	IQ4G4_SUB(1, Y1)
+	IQ4G4_SUB(2, Y2)
+	IQ4G4_SUB(3, Y3)
+	IQ4G4_SUB(4, Y4)
+	IQ4G4_SUB(5, Y5)
+	IQ4G4_SUB(6, Y6)
+	IQ4G4_SUB(7, Y7)
+	VPHADDD      Y13, Y12, Y12
+	VPHADDD      Y15, Y14, Y14
+	VPHADDD      Y14, Y12, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD       X13, X12, X12
+	VCVTDQ2PS    X12, X12
+
+	// [dy0..dy3] * d, times the isums; y_i += lane i.
+	VMOVSS       0(BX), X13
+	VINSERTPS    $0x10, (BX)(R8*1), X13, X13
+	VINSERTPS    $0x20, (BX)(R8*2), X13, X13
+	VINSERTPS    $0x30, (BX)(AX*1), X13, X13
+	VBROADCASTSS X11, X14
+	VMULPS       X13, X14, X13
+	VMULPS       X13, X12, X12
+	VADDSS       (R13), X12, X13
+	VMOVSS       X13, (R13)
+	VMOVSHDUP    X12, X14
+	VADDSS       (R13)(R9*1), X14, X14
+	VMOVSS       X14, (R13)(R9*1)
+	VMOVHLPS     X12, X12, X14
+	VADDSS       (R13)(R9*2), X14, X14
+	VMOVSS       X14, (R13)(R9*2)
+	VPSHUFD      $0xff, X12, X14
+	VADDSS       (R13)(R12*1), X14, X14
+	VMOVSS       X14, (R13)(R12*1)
+
+	LEAQ (BX)(R8*4), BX
+	LEAQ (R13)(R9*4), R13
+	SUBQ $4, R11
+	CMPQ R11, $4
+	JGE  iq4g4
+
+iq4gtail:
+	TESTQ R11, R11
+	JZ    iq4gnext
 
 iq4gact:
 	VPXOR Y12, Y12, Y12
@@ -307,6 +383,7 @@ iq4gact:
 	DECQ R11
 	JNZ  iq4gact
 
+iq4gnext:
 	ADDQ $136, SI
 	ADDQ $292, DI
 	DECQ CX
