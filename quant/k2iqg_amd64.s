@@ -43,6 +43,23 @@
 	IQ4G4_ONE((4+32*k)(BX)(R8*2), v, k, Y14); \
 	IQ4G4_ONE((4+32*k)(BX)(AX*1), v, k, Y15)
 
+// Q2G4_ONE adds to acc the int32 pair sums of planes p0 and p1 against
+// the activations at act and act+32 (as Q2G_PAIR), using Y10 and Y11.
+#define Q2G4_ONE(act, act2, p0, p1, acc) \
+	VPMADDUBSW act, p0, Y10; \
+	VPMADDUBSW act2, p1, Y11; \
+	VPADDW     Y11, Y10, Y10; \
+	VPMADDWD   Y9, Y10, Y10; \
+	VPADDD     Y10, acc, acc
+
+// Q2G4_PAIR is Q2G_PAIR for four activation rows (at BX, BX+R8, BX+2*R8
+// and BX+AX, AX = 3*R8) into Y12..Y15.
+#define Q2G4_PAIR(off, p0, p1) \
+	Q2G4_ONE(off(BX), (off+32)(BX), p0, p1, Y12); \
+	Q2G4_ONE(off(BX)(R8*1), (off+32)(BX)(R8*1), p0, p1, Y13); \
+	Q2G4_ONE(off(BX)(R8*2), (off+32)(BX)(R8*2), p0, p1, Y14); \
+	Q2G4_ONE(off(BX)(AX*1), (off+32)(BX)(AX*1), p0, p1, Y15)
+
 // q2gsc<>+32m picks, as int16 from 16 scale bytes in both lanes, scale 2m
 // into the low lane and scale 2m+1 into the high lane (0x80 zeroes).
 DATA q2gsc<>+0x00(SB)/8, $0x8000800080008000
@@ -78,6 +95,15 @@ DATA q2gsc<>+0xe8(SB)/8, $0x800e800e800e800e
 DATA q2gsc<>+0xf0(SB)/8, $0x800f800f800f800f
 DATA q2gsc<>+0xf8(SB)/8, $0x800f800f800f800f
 GLOBL q2gsc<>(SB), RODATA|NOPTR, $256
+DATA q2gmask<>+0x00(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x08(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x18(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x20(SB)/8, $0x0303030303030303
+DATA q2gmask<>+0x28(SB)/8, $0x0303030303030303
+DATA q2gmask<>+0x30(SB)/8, $0x0303030303030303
+DATA q2gmask<>+0x38(SB)/8, $0x0303030303030303
+GLOBL q2gmask<>(SB), RODATA|NOPTR, $64
 
 // Q2G_PLANE leaves in dst the 32 quants of bits shift..shift+1 of the qs
 // bytes in Y11, each times its sub-block's scale (pair m of q2gsc<>; the
@@ -100,7 +126,7 @@ GLOBL q2gsc<>(SB), RODATA|NOPTR, $256
 	VPADDD     Y11, Y10, Y10
 
 // func q2kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·q2kRowAVX2(SB), NOSPLIT, $0-56
+TEXT ·q2kRowAVX2(SB), NOSPLIT, $16-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -122,21 +148,21 @@ q2gclear:
 	MOVL         $0x00010001, AX
 	VMOVD        AX, X9
 	VPBROADCASTD X9, Y9
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL         $0x03030303, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
+	// AX = 3*arb, R12 = 3*ys*4 for the groups of four activation rows.
+	LEAQ (R8)(R8*2), AX
+	LEAQ (R9)(R9*2), R12
 
 q2gblock:
-	// Mins (high nibbles) as int16 in Y8; [d, dmin] in X13.
+	// Mins (high nibbles) as int16 in Y8; [d, dmin] in X13 and at 0(SP).
+	VMOVDQU   q2gmask<>(SB), Y14
+	VMOVDQU   q2gmask<>+32(SB), Y15
 	VMOVDQU   0(SI), X12
 	VPSRLW    $4, X12, X12
 	VPAND     X14, X12, X12
 	VPMOVZXBW X12, Y8
 	VMOVD     80(SI), X13
 	VCVTPH2PS X13, X13
+	VMOVQ     X13, 0(SP)
 
 	// Planes q*scale in Y0..Y7: plane m = 4h+j is values 128h+32j.., bits
 	// 2j of qs bytes 32h..32h+31, sub-blocks 2m and 2m+1.
@@ -156,6 +182,71 @@ q2gblock:
 	MOVQ DI, BX
 	MOVQ DX, R13
 	MOVQ R10, R11
+	CMPQ R11, $4
+	JLT  q2gtail
+
+q2g4:
+	// Four activation rows: isums in lanes 0..3 of X12, summs in X13,
+	// then the twin's float steps lane by lane, each rounded alone.
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+	Q2G4_PAIR(4, Y0, Y1)
+	Q2G4_PAIR(68, Y2, Y3)
+	Q2G4_PAIR(132, Y4, Y5)
+	Q2G4_PAIR(196, Y6, Y7)
+	VPHADDD      Y13, Y12, Y12
+	VPHADDD      Y15, Y14, Y14
+	VPHADDD      Y14, Y12, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD       X13, X12, X12
+	VCVTDQ2PS    X12, X12
+	VPMADDWD     260(BX), Y8, Y13
+	VPMADDWD     260(BX)(R8*1), Y8, Y14
+	VPMADDWD     260(BX)(R8*2), Y8, Y15
+	VPMADDWD     260(BX)(AX*1), Y8, Y10
+	VPHADDD      Y14, Y13, Y13
+	VPHADDD      Y10, Y15, Y15
+	VPHADDD      Y15, Y13, Y13
+	VEXTRACTI128 $1, Y13, X14
+	VPADDD       X14, X13, X13
+	VCVTDQ2PS    X13, X13
+
+	// dy*d times isum less dy*dmin times summs; y_i += lane i.
+	VMOVSS       0(BX), X14
+	VINSERTPS    $0x10, (BX)(R8*1), X14, X14
+	VINSERTPS    $0x20, (BX)(R8*2), X14, X14
+	VINSERTPS    $0x30, (BX)(AX*1), X14, X14
+	VBROADCASTSS 0(SP), X15
+	VMULPS       X15, X14, X15
+	VBROADCASTSS 4(SP), X10
+	VMULPS       X10, X14, X10
+	VMULPS       X15, X12, X12
+	VMULPS       X10, X13, X13
+	VSUBPS       X13, X12, X12
+	VADDSS       (R13), X12, X13
+	VMOVSS       X13, (R13)
+	VMOVSHDUP    X12, X14
+	VADDSS       (R13)(R9*1), X14, X14
+	VMOVSS       X14, (R13)(R9*1)
+	VMOVHLPS     X12, X12, X14
+	VADDSS       (R13)(R9*2), X14, X14
+	VMOVSS       X14, (R13)(R9*2)
+	VPSHUFD      $0xff, X12, X14
+	VADDSS       (R13)(R12*1), X14, X14
+	VMOVSS       X14, (R13)(R12*1)
+
+	LEAQ (BX)(R8*4), BX
+	LEAQ (R13)(R9*4), R13
+	SUBQ $4, R11
+	CMPQ R11, $4
+	JGE  q2g4
+
+q2gtail:
+	TESTQ R11, R11
+	JZ    q2gnext
+	VMOVQ 0(SP), X13
 
 q2gact:
 	VPMADDUBSW 4(BX), Y0, Y10
@@ -190,6 +281,7 @@ q2gact:
 	DECQ R11
 	JNZ  q2gact
 
+q2gnext:
 	ADDQ $84, SI
 	ADDQ $292, DI
 	DECQ CX
