@@ -4,9 +4,10 @@
 
 // Batched AVX2 row kernels for Q2_K and IQ4_XS (gemmK through gemmK35's
 // tiling): one weight row's super-block is unpacked once into registers
-// and applied to every one of c activation rows. Each output's integer
-// sums per super-block are exact, then scaled and added in scalar float32
-// ops in the order of the twins (dotQ2_KQ8_KGo, dotIQ4_XSQ8_KGo), each
+// and applied to every one of c activation rows, four at a time (their
+// sums reduced together) and the rest one by one. Each output's integer
+// sums per super-block are exact, then scaled and added in float32 ops
+// (scalar, or lane by lane for a group of four) in the order of the twins (dotQ2_KQ8_KGo, dotIQ4_XSQ8_KGo), each
 // rounded alone: the outputs are the twins' bits.
 
 // IQ4G_SC broadcasts word k of the block's scales (at 256(SP)) to a whole

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "5d681ced28fa2b4b"
+const kernelRevision = "fd9222ad7426eb27"
