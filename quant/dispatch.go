@@ -47,9 +47,10 @@ type kernelSet struct {
 	// activation row; nil where there are no panel kernels (then nothing
 	// is repacked).
 	gemmPanel func(t Type, panels []byte, rb, lo, hi int, a *gemmActs, c int, y []float32, ys int)
-	// gemmK, when set, computes MatMul on Q4_K and Q6_K weights for every
-	// n, each output bit for bit the per-row Go twin (gemmk.go); nil in the
-	// generic set.
+	// gemmK, when set, computes MatMul on Q4_K and Q6_K weights (and the
+	// types hooks add to gemmKTypes: Q3_K, Q5_K and, on amd64, Q2_K and
+	// IQ4_XS) for every n, each output bit for bit the per-row Go twin
+	// (gemmk.go); nil in the generic set.
 	gemmK func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
 	// gemmKTypes has bit t set for each Type t gemmK computes (hasGemmK);
 	// MatMul computes other Q8_K-paired types with the per-row dots.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -265,8 +266,8 @@ func TestK2IQDotTwins(t *testing.T) {
 
 // TestK2IQMatMul checks that MatMul on every kernel set gives each output
 // bit for bit the Go twin on the row and the Q8_K activations, whatever the
-// number of activation rows (the sets with batched K-quant kernels must
-// hand these types to the per-row dots).
+// number of activation rows (the amd64 sets run them batched on gemmK,
+// arm64's per row).
 func TestK2IQMatMul(t *testing.T) {
 	defer UseGeneric(false)
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -277,7 +278,7 @@ func TestK2IQMatMul(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []int{1, 3, 9} {
+		for _, n := range []int{1, 3, 9, 16, 17, 33} {
 			x := testData(rng, n*cols)
 			a := quantizeAct(t, Q8_K, x)
 			arb := cols / qkK * q8_KBytes
@@ -295,6 +296,23 @@ func TestK2IQMatMul(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestK2IQGemmKClaims checks which sets take Q2_K and IQ4_XS to gemmK:
+// every amd64 set (batched kernels in k2iqg_amd64.s), no arm64 set (their
+// gemmK has no such kernels; MatMul runs the per-row dots), never the
+// generic set.
+func TestK2IQGemmKClaims(t *testing.T) {
+	if genericKernels.hasGemmK(Q2_K) || genericKernels.hasGemmK(IQ4_XS) {
+		t.Error("the generic set claims Q2_K or IQ4_XS for gemmK")
+	}
+	for _, s := range archSets {
+		for _, typ := range []Type{Q2_K, IQ4_XS} {
+			if got, want := s.hasGemmK(typ), runtime.GOARCH == "amd64"; got != want {
+				t.Errorf("%s (%s): hasGemmK(%v) = %v, want %v", s.name, runtime.GOARCH, typ, got, want)
 			}
 		}
 	}

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "4c11026e91303199"
+const kernelRevision = "fd9222ad7426eb27"

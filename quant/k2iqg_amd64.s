@@ -1,0 +1,485 @@
+//go:build amd64 && !noasm && gc
+
+#include "textflag.h"
+
+// Batched AVX2 row kernels for Q2_K and IQ4_XS (gemmK through gemmK35's
+// tiling): one weight row's super-block is unpacked once into registers
+// and applied to every one of c activation rows, four at a time (their
+// sums reduced together) and the rest one by one. Each output's integer
+// sums per super-block are exact, then scaled and added in float32 ops
+// (scalar, or lane by lane for a group of four) in the order of the twins (dotQ2_KQ8_KGo, dotIQ4_XSQ8_KGo), each
+// rounded alone: the outputs are the twins' bits.
+
+// IQ4G_SC broadcasts word k of the block's scales (at 256(SP)) to a whole
+// register and keeps it at 32k(SP) for the activation loop.
+#define IQ4G_SC(k) \
+	VPBROADCASTW (256+2*k)(SP), Y10; \
+	VMOVDQU      Y10, (32*k)(SP)
+
+// IQ4G_SUB adds (ls_k-32) * Σ kvalue*q8 over sub-block k (levels in v,
+// activations at 4+32k(BX), scale words at 32k(SP)) to Y12. The sign goes
+// onto the levels (never -128) and |q8| ≤ 128 is unsigned, so VPMADDUBSW's
+// pairs stay within ±32512.
+#define IQ4G_SUB(k, v) \
+	VMOVDQU    (4+32*k)(BX), Y13; \
+	VPSIGNB    Y13, v, Y14; \
+	VPABSB     Y13, Y13; \
+	VPMADDUBSW Y14, Y13, Y14; \
+	VPMADDWD   (32*k)(SP), Y14, Y14; \
+	VPADDD     Y14, Y12, Y12
+
+// IQ4G4_SUB (with IQ4G4_ONE) is IQ4G_SUB for four activation rows at once (at BX, BX+R8,
+// BX+2*R8 and BX+AX, AX = 3*R8) into Y12..Y15, using Y8 and Y9.
+#define IQ4G4_ONE(act, v, k, acc) \
+	VMOVDQU    act, Y8; \
+	VPSIGNB    Y8, v, Y9; \
+	VPABSB     Y8, Y8; \
+	VPMADDUBSW Y9, Y8, Y9; \
+	VPMADDWD   (32*k)(SP), Y9, Y9; \
+	VPADDD     Y9, acc, acc
+
+#define IQ4G4_SUB(k, v) \
+	IQ4G4_ONE((4+32*k)(BX), v, k, Y12); \
+	IQ4G4_ONE((4+32*k)(BX)(R8*1), v, k, Y13); \
+	IQ4G4_ONE((4+32*k)(BX)(R8*2), v, k, Y14); \
+	IQ4G4_ONE((4+32*k)(BX)(AX*1), v, k, Y15)
+
+// Q2G4_ONE adds to acc the int32 pair sums of planes p0 and p1 against
+// the activations at act and act+32 (as Q2G_PAIR), using Y10 and Y11.
+#define Q2G4_ONE(act, act2, p0, p1, acc) \
+	VPMADDUBSW act, p0, Y10; \
+	VPMADDUBSW act2, p1, Y11; \
+	VPADDW     Y11, Y10, Y10; \
+	VPMADDWD   Y9, Y10, Y10; \
+	VPADDD     Y10, acc, acc
+
+// Q2G4_PAIR is Q2G_PAIR for four activation rows (at BX, BX+R8, BX+2*R8
+// and BX+AX, AX = 3*R8) into Y12..Y15.
+#define Q2G4_PAIR(off, p0, p1) \
+	Q2G4_ONE(off(BX), (off+32)(BX), p0, p1, Y12); \
+	Q2G4_ONE(off(BX)(R8*1), (off+32)(BX)(R8*1), p0, p1, Y13); \
+	Q2G4_ONE(off(BX)(R8*2), (off+32)(BX)(R8*2), p0, p1, Y14); \
+	Q2G4_ONE(off(BX)(AX*1), (off+32)(BX)(AX*1), p0, p1, Y15)
+
+// q2gsc<>+32m picks, as int16 from 16 scale bytes in both lanes, scale 2m
+// into the low lane and scale 2m+1 into the high lane (0x80 zeroes).
+DATA q2gsc<>+0x00(SB)/8, $0x8000800080008000
+DATA q2gsc<>+0x08(SB)/8, $0x8000800080008000
+DATA q2gsc<>+0x10(SB)/8, $0x8001800180018001
+DATA q2gsc<>+0x18(SB)/8, $0x8001800180018001
+DATA q2gsc<>+0x20(SB)/8, $0x8002800280028002
+DATA q2gsc<>+0x28(SB)/8, $0x8002800280028002
+DATA q2gsc<>+0x30(SB)/8, $0x8003800380038003
+DATA q2gsc<>+0x38(SB)/8, $0x8003800380038003
+DATA q2gsc<>+0x40(SB)/8, $0x8004800480048004
+DATA q2gsc<>+0x48(SB)/8, $0x8004800480048004
+DATA q2gsc<>+0x50(SB)/8, $0x8005800580058005
+DATA q2gsc<>+0x58(SB)/8, $0x8005800580058005
+DATA q2gsc<>+0x60(SB)/8, $0x8006800680068006
+DATA q2gsc<>+0x68(SB)/8, $0x8006800680068006
+DATA q2gsc<>+0x70(SB)/8, $0x8007800780078007
+DATA q2gsc<>+0x78(SB)/8, $0x8007800780078007
+DATA q2gsc<>+0x80(SB)/8, $0x8008800880088008
+DATA q2gsc<>+0x88(SB)/8, $0x8008800880088008
+DATA q2gsc<>+0x90(SB)/8, $0x8009800980098009
+DATA q2gsc<>+0x98(SB)/8, $0x8009800980098009
+DATA q2gsc<>+0xa0(SB)/8, $0x800a800a800a800a
+DATA q2gsc<>+0xa8(SB)/8, $0x800a800a800a800a
+DATA q2gsc<>+0xb0(SB)/8, $0x800b800b800b800b
+DATA q2gsc<>+0xb8(SB)/8, $0x800b800b800b800b
+DATA q2gsc<>+0xc0(SB)/8, $0x800c800c800c800c
+DATA q2gsc<>+0xc8(SB)/8, $0x800c800c800c800c
+DATA q2gsc<>+0xd0(SB)/8, $0x800d800d800d800d
+DATA q2gsc<>+0xd8(SB)/8, $0x800d800d800d800d
+DATA q2gsc<>+0xe0(SB)/8, $0x800e800e800e800e
+DATA q2gsc<>+0xe8(SB)/8, $0x800e800e800e800e
+DATA q2gsc<>+0xf0(SB)/8, $0x800f800f800f800f
+DATA q2gsc<>+0xf8(SB)/8, $0x800f800f800f800f
+GLOBL q2gsc<>(SB), RODATA|NOPTR, $256
+DATA q2gmask<>+0x00(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x08(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x18(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q2gmask<>+0x20(SB)/8, $0x0303030303030303
+DATA q2gmask<>+0x28(SB)/8, $0x0303030303030303
+DATA q2gmask<>+0x30(SB)/8, $0x0303030303030303
+DATA q2gmask<>+0x38(SB)/8, $0x0303030303030303
+GLOBL q2gmask<>(SB), RODATA|NOPTR, $64
+
+// Q2G_PLANE leaves in dst the 32 quants of bits shift..shift+1 of the qs
+// bytes in Y11, each times its sub-block's scale (pair m of q2gsc<>; the
+// scale nibbles in Y10): q*scale ≤ 45 stays in its byte, so one VPMULLW
+// on words multiplies both bytes of each word (same sub-block).
+#define Q2G_PLANE(shift, m, dst) \
+	VPSRLW   $shift, Y11, Y12; \
+	VPAND    Y15, Y12, Y12; \
+	VPSHUFB  q2gsc<>+m(SB), Y10, dst; \
+	VPMULLW  dst, Y12, dst
+
+// Q2G_PAIR adds to Y10 the int32 pair sums of planes p and p+1 (values
+// 32p.., activations at 4+32p(BX)): each VPMADDUBSW pair is within
+// ±2*45*128, two of them within ±23040, so the int16 sum is exact.
+#define Q2G_PAIR(off, p0, p1) \
+	VPMADDUBSW off(BX), p0, Y11; \
+	VPMADDUBSW (off+32)(BX), p1, Y12; \
+	VPADDW     Y12, Y11, Y11; \
+	VPMADDWD   Y9, Y11, Y11; \
+	VPADDD     Y11, Y10, Y10
+
+// func q2kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+TEXT ·q2kRowAVX2(SB), NOSPLIT, $16-56
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), DX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+
+	MOVQ DX, R13
+	MOVQ R10, R11
+	XORL AX, AX
+q2gclear:
+	MOVL AX, (R13)
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  q2gclear
+
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X9
+	VPBROADCASTD X9, Y9
+	// AX = 3*arb, R12 = 3*ys*4 for the groups of four activation rows.
+	LEAQ (R8)(R8*2), AX
+	LEAQ (R9)(R9*2), R12
+
+q2gblock:
+	// Mins (high nibbles) as int16 in Y8; [d, dmin] in X13 and at 0(SP).
+	VMOVDQU   q2gmask<>(SB), Y14
+	VMOVDQU   q2gmask<>+32(SB), Y15
+	VMOVDQU   0(SI), X12
+	VPSRLW    $4, X12, X12
+	VPAND     X14, X12, X12
+	VPMOVZXBW X12, Y8
+	VMOVD     80(SI), X13
+	VCVTPH2PS X13, X13
+	VMOVQ     X13, 0(SP)
+
+	// Planes q*scale in Y0..Y7: plane m = 4h+j is values 128h+32j.., bits
+	// 2j of qs bytes 32h..32h+31, sub-blocks 2m and 2m+1.
+	VBROADCASTI128 0(SI), Y10
+	VPAND          Y14, Y10, Y10
+	VMOVDQU        16(SI), Y11
+	Q2G_PLANE(0, 0x00, Y0)
+	Q2G_PLANE(2, 0x20, Y1)
+	Q2G_PLANE(4, 0x40, Y2)
+	Q2G_PLANE(6, 0x60, Y3)
+	VMOVDQU        48(SI), Y11
+	Q2G_PLANE(0, 0x80, Y4)
+	Q2G_PLANE(2, 0xa0, Y5)
+	Q2G_PLANE(4, 0xc0, Y6)
+	Q2G_PLANE(6, 0xe0, Y7)
+
+	MOVQ DI, BX
+	MOVQ DX, R13
+	MOVQ R10, R11
+	CMPQ R11, $4
+	JLT  q2gtail
+
+q2g4:
+	// Four activation rows: isums in lanes 0..3 of X12, summs in X13,
+	// then the twin's float steps lane by lane, each rounded alone.
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+	Q2G4_PAIR(4, Y0, Y1)
+	Q2G4_PAIR(68, Y2, Y3)
+	Q2G4_PAIR(132, Y4, Y5)
+	Q2G4_PAIR(196, Y6, Y7)
+	VPHADDD      Y13, Y12, Y12
+	VPHADDD      Y15, Y14, Y14
+	VPHADDD      Y14, Y12, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD       X13, X12, X12
+	VCVTDQ2PS    X12, X12
+	VPMADDWD     260(BX), Y8, Y13
+	VPMADDWD     260(BX)(R8*1), Y8, Y14
+	VPMADDWD     260(BX)(R8*2), Y8, Y15
+	VPMADDWD     260(BX)(AX*1), Y8, Y10
+	VPHADDD      Y14, Y13, Y13
+	VPHADDD      Y10, Y15, Y15
+	VPHADDD      Y15, Y13, Y13
+	VEXTRACTI128 $1, Y13, X14
+	VPADDD       X14, X13, X13
+	VCVTDQ2PS    X13, X13
+
+	// dy*d times isum less dy*dmin times summs; y_i += lane i.
+	VMOVSS       0(BX), X14
+	VINSERTPS    $0x10, (BX)(R8*1), X14, X14
+	VINSERTPS    $0x20, (BX)(R8*2), X14, X14
+	VINSERTPS    $0x30, (BX)(AX*1), X14, X14
+	VBROADCASTSS 0(SP), X15
+	VMULPS       X15, X14, X15
+	VBROADCASTSS 4(SP), X10
+	VMULPS       X10, X14, X10
+	VMULPS       X15, X12, X12
+	VMULPS       X10, X13, X13
+	VSUBPS       X13, X12, X12
+	VADDSS       (R13), X12, X13
+	VMOVSS       X13, (R13)
+	VMOVSHDUP    X12, X14
+	VADDSS       (R13)(R9*1), X14, X14
+	VMOVSS       X14, (R13)(R9*1)
+	VMOVHLPS     X12, X12, X14
+	VADDSS       (R13)(R9*2), X14, X14
+	VMOVSS       X14, (R13)(R9*2)
+	VPSHUFD      $0xff, X12, X14
+	VADDSS       (R13)(R12*1), X14, X14
+	VMOVSS       X14, (R13)(R12*1)
+
+	LEAQ (BX)(R8*4), BX
+	LEAQ (R13)(R9*4), R13
+	SUBQ $4, R11
+	CMPQ R11, $4
+	JGE  q2g4
+
+q2gtail:
+	TESTQ R11, R11
+	JZ    q2gnext
+	VMOVQ 0(SP), X13
+
+q2gact:
+	VPMADDUBSW 4(BX), Y0, Y10
+	VPMADDUBSW 36(BX), Y1, Y11
+	VPADDW     Y11, Y10, Y10
+	VPMADDWD   Y9, Y10, Y10
+	Q2G_PAIR(68, Y2, Y3)
+	Q2G_PAIR(132, Y4, Y5)
+	Q2G_PAIR(196, Y6, Y7)
+	VPMADDWD 260(BX), Y8, Y11
+
+	// [isum, summs] as float32 in X10's lanes 0 and 1: pairs within each
+	// lane, then the lanes, then the pairs of pairs.
+	VPHADDD      Y11, Y10, Y10
+	VEXTRACTI128 $1, Y10, X12
+	VPADDD       X12, X10, X10
+	VPHADDD      X10, X10, X10
+	VCVTDQ2PS    X10, X10
+
+	// [dy*d, dy*dmin] times [isum, summs], each rounded alone;
+	// y += t1 - t2.
+	VBROADCASTSS 0(BX), X11
+	VMULPS       X13, X11, X11
+	VMULPS       X11, X10, X10
+	VMOVSHDUP    X10, X12
+	VSUBSS       X12, X10, X10
+	VADDSS       (R13), X10, X10
+	VMOVSS       X10, (R13)
+
+	ADDQ R8, BX
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  q2gact
+
+q2gnext:
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q2gblock
+	VZEROUPPER
+	RET
+
+// iq4gkv<> is kvaluesIQ4NL.
+DATA iq4gkv<>+0x00(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4gkv<>+0x08(SB)/8, $0x7159453526190d01
+GLOBL iq4gkv<>(SB), RODATA|NOPTR, $16
+
+// iq4gssh<> and iq4gsmul<> are k2iq_amd64.s's iq4ssh<> and iq4smul<>:
+// bytes 0..7 of the block spread into words and shifted by multiplying so
+// that one right shift leaves field ib in word ib (scales_h bits 2ib..2ib+1
+// to the top two bits, scales_l nibble ib to the top four).
+DATA iq4gssh<>+0x00(SB)/8, $0x0302030203020302
+DATA iq4gssh<>+0x08(SB)/8, $0x0302030203020302
+DATA iq4gssh<>+0x10(SB)/8, $0x0504050405040504
+DATA iq4gssh<>+0x18(SB)/8, $0x0706070607060706
+GLOBL iq4gssh<>(SB), RODATA|NOPTR, $32
+DATA iq4gsmul<>+0x00(SB)/8, $0x0100040010004000
+DATA iq4gsmul<>+0x08(SB)/8, $0x0001000400100040
+DATA iq4gsmul<>+0x10(SB)/8, $0x0001001001001000
+DATA iq4gsmul<>+0x18(SB)/8, $0x0001001001001000
+GLOBL iq4gsmul<>(SB), RODATA|NOPTR, $32
+DATA iq4g32<>+0x00(SB)/8, $0x0020002000200020
+DATA iq4g32<>+0x08(SB)/8, $0x0020002000200020
+GLOBL iq4g32<>(SB), RODATA|NOPTR, $16
+DATA iq4gmask<>+0x00(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4gmask<>+0x08(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4gmask<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4gmask<>+0x18(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iq4gmask<>(SB), RODATA|NOPTR, $32
+
+// IQ4G_LEV leaves in va and vb the levels of sub-blocks 2p and 2p+1 (qs
+// bytes 32p.. at off(SI)), values 0..15 (low nibbles) in the low lane and
+// 16..31 (high nibbles) in the high lane, as the activations lie.
+#define IQ4G_LEV(off, va, vb) \
+	VMOVDQU    off(SI), Y9; \
+	VPAND      Y15, Y9, Y10; \
+	VPSRLW     $4, Y9, Y9; \
+	VPAND      Y15, Y9, Y9; \
+	VPSHUFB    Y10, Y8, Y10; \
+	VPSHUFB    Y9, Y8, Y9; \
+	VPERM2I128 $0x20, Y9, Y10, va; \
+	VPERM2I128 $0x31, Y9, Y10, vb
+
+// func iq4xsRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+TEXT ·iq4xsRowAVX2(SB), NOSPLIT, $272-56
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ arb+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), DX
+	MOVQ ys+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c+48(FP), R10
+
+	MOVQ DX, R13
+	MOVQ R10, R11
+	XORL AX, AX
+iq4gclear:
+	MOVL AX, (R13)
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  iq4gclear
+
+	// AX = 3*arb, R12 = 3*ys*4 for the groups of four activation rows.
+	LEAQ (R8)(R8*2), AX
+	LEAQ (R9)(R9*2), R12
+
+iq4gblock:
+	VMOVDQU        iq4gmask<>(SB), Y15
+	VBROADCASTI128 iq4gkv<>(SB), Y8
+	// The 8 sub-block scales ls-32 as int16 at 256(SP), each broadcast
+	// to a register's 16 words at 32k(SP).
+	VMOVQ     0(SI), X9
+	VPSHUFB   iq4gssh<>(SB), X9, X10
+	VPSHUFB   iq4gssh<>+16(SB), X9, X9
+	VPMULLW   iq4gsmul<>(SB), X10, X10
+	VPMULLW   iq4gsmul<>+16(SB), X9, X9
+	VPSRLW    $14, X10, X10
+	VPSRLW    $12, X9, X9
+	VPSLLW    $4, X10, X10
+	VPOR      X10, X9, X9
+	VPSUBW    iq4g32<>(SB), X9, X9
+	VMOVDQU   X9, 256(SP)
+	IQ4G_SC(0)
+	IQ4G_SC(1)
+	IQ4G_SC(2)
+	IQ4G_SC(3)
+	IQ4G_SC(4)
+	IQ4G_SC(5)
+	IQ4G_SC(6)
+	IQ4G_SC(7)
+
+	// Levels of sub-block k in Yk; f16 d as float32 in X11.
+	IQ4G_LEV(8, Y0, Y1)
+	IQ4G_LEV(40, Y2, Y3)
+	IQ4G_LEV(72, Y4, Y5)
+	IQ4G_LEV(104, Y6, Y7)
+	MOVWLZX   0(SI), R14
+	VMOVD     R14, X11
+	VCVTPH2PS X11, X11
+
+	MOVQ DI, BX
+	MOVQ DX, R13
+	MOVQ R10, R11
+	CMPQ R11, $4
+	JLT  iq4gtail
+
+iq4g4:
+	// Four activation rows: their isums in lanes 0..3 of X12, then the
+	// twin's float steps lane by lane, each rounded alone.
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+	IQ4G4_SUB(0, Y0)
+	IQ4G4_SUB(1, Y1)
+	IQ4G4_SUB(2, Y2)
+	IQ4G4_SUB(3, Y3)
+	IQ4G4_SUB(4, Y4)
+	IQ4G4_SUB(5, Y5)
+	IQ4G4_SUB(6, Y6)
+	IQ4G4_SUB(7, Y7)
+	VPHADDD      Y13, Y12, Y12
+	VPHADDD      Y15, Y14, Y14
+	VPHADDD      Y14, Y12, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD       X13, X12, X12
+	VCVTDQ2PS    X12, X12
+
+	// [dy0..dy3] * d, times the isums; y_i += lane i.
+	VMOVSS       0(BX), X13
+	VINSERTPS    $0x10, (BX)(R8*1), X13, X13
+	VINSERTPS    $0x20, (BX)(R8*2), X13, X13
+	VINSERTPS    $0x30, (BX)(AX*1), X13, X13
+	VBROADCASTSS X11, X14
+	VMULPS       X13, X14, X13
+	VMULPS       X13, X12, X12
+	VADDSS       (R13), X12, X13
+	VMOVSS       X13, (R13)
+	VMOVSHDUP    X12, X14
+	VADDSS       (R13)(R9*1), X14, X14
+	VMOVSS       X14, (R13)(R9*1)
+	VMOVHLPS     X12, X12, X14
+	VADDSS       (R13)(R9*2), X14, X14
+	VMOVSS       X14, (R13)(R9*2)
+	VPSHUFD      $0xff, X12, X14
+	VADDSS       (R13)(R12*1), X14, X14
+	VMOVSS       X14, (R13)(R12*1)
+
+	LEAQ (BX)(R8*4), BX
+	LEAQ (R13)(R9*4), R13
+	SUBQ $4, R11
+	CMPQ R11, $4
+	JGE  iq4g4
+
+iq4gtail:
+	TESTQ R11, R11
+	JZ    iq4gnext
+
+iq4gact:
+	VPXOR Y12, Y12, Y12
+	IQ4G_SUB(0, Y0)
+	IQ4G_SUB(1, Y1)
+	IQ4G_SUB(2, Y2)
+	IQ4G_SUB(3, Y3)
+	IQ4G_SUB(4, Y4)
+	IQ4G_SUB(5, Y5)
+	IQ4G_SUB(6, Y6)
+	IQ4G_SUB(7, Y7)
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD       X13, X12, X12
+	VPSHUFD      $0x4e, X12, X13
+	VPADDD       X13, X12, X12
+	VPSHUFD      $0xb1, X12, X13
+	VPADDD       X13, X12, X12
+	VCVTDQ2PS    X12, X12
+
+	// y += float32(f16(d)*dy * float32(isum)), each product rounded.
+	VMULSS 0(BX), X11, X13
+	VMULSS X13, X12, X12
+	VADDSS (R13), X12, X12
+	VMOVSS X12, (R13)
+
+	ADDQ R8, BX
+	ADDQ R9, R13
+	DECQ R11
+	JNZ  iq4gact
+
+iq4gnext:
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq4gblock
+	VZEROUPPER
+	RET
