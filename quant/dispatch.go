@@ -60,6 +60,14 @@ type kernelSet struct {
 	// super-blocks a row (panelk.go); nil where there are no Q4_K panel
 	// kernels (then Q4_K is not repacked).
 	gemmKPanel func(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
+	// gemmQ8, when set, computes MatMul on the legacy types whose bit is
+	// set in gemmQ8Types (hasGemmQ8; on amd64 Q4_1, Q5_0, Q5_1 and IQ4_NL)
+	// from their Q8_0 or Q8_1 activations (n rows arb bytes apart) for
+	// every n, each output bit for bit the type's per-row Go twin
+	// (legacy.go); nil in the generic and arm64 sets, which take the
+	// per-row loop.
+	gemmQ8      func(t Type, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int)
+	gemmQ8Types uint64
 
 	// Half-precision vector kernels of attention over an F16 KV cache
 	// (see f16vec.go for their definitions).

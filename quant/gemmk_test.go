@@ -183,7 +183,8 @@ func TestGemmKMatchesTwin(t *testing.T) {
 }
 
 // TestMatMulKBatchInvariant holds MatMul's batch invariance for Q4_K,
-// Q6_K, Q3_K, Q5_K, Q2_K and IQ4_XS weights, with every kernel set: an output's bits do not depend on n,
+// Q6_K, Q3_K, Q5_K, Q2_K and IQ4_XS weights (and the legacy Q4_1, Q5_0,
+// Q5_1 and IQ4_NL, on gemmQ8), with every kernel set: an output's bits do not depend on n,
 // on the thread split, on the kernel set (generic or the machine's) or on
 // Q4_K's row panels, since all give the per-row Go twin's bits.
 func TestMatMulKBatchInvariant(t *testing.T) {
@@ -201,7 +202,7 @@ func TestMatMulKBatchInvariant(t *testing.T) {
 		batches = []int{2, 8, 9, 33}
 	}
 	var buf Scratch
-	for _, typ := range []Type{Q4_K, Q6_K, Q3_K, Q5_K, Q2_K, IQ4_XS} {
+	for _, typ := range []Type{Q4_K, Q6_K, Q3_K, Q5_K, Q2_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL} {
 		for _, cols := range []int{256, 768, 2304} {
 			// Q4_K rows of whole panels (56: 7 of them, an odd one at the
 			// end of a thread's chunk) run repacked where the set has panel

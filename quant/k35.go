@@ -422,3 +422,8 @@ func makeQKX2Quants(nmax int32, x, weights []float32, L []uint8, rmin, rdelta fl
 func (s *kernelSet) hasGemmK(t Type) bool {
 	return s.gemmK != nil && uint64(t) < 64 && s.gemmKTypes>>t&1 != 0
 }
+
+// hasGemmQ8 reports whether s's gemmQ8 computes weights of type t.
+func (s *kernelSet) hasGemmQ8(t Type) bool {
+	return s.gemmQ8 != nil && uint64(t) < 64 && s.gemmQ8Types>>t&1 != 0
+}

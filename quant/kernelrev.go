@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "fd9222ad7426eb27"
+const kernelRevision = "14ac46193c8a5929"

@@ -207,6 +207,136 @@ GLOBL legIQ4NL<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW Y2, Y5, out; \
 	VPMADDWD   Y15, out, out
 
+// The batched kernels (gemmLegacy, legacy_amd64.go): one weight row of nb
+// blocks against four activation rows (at DI, DI+R8, DI+2*R8, DI+AX, AX =
+// 3*R8), each block decoded once into Y2 and applied to the four. Each
+// output keeps its own accumulators (Y0, Y1, Y4, Y6 and lane i of the
+// summs X10 for Q4_1, Q5_0, Q5_1; lane i of X0 for IQ4_NL) and sees the
+// row dot's operations with the row dot's operands, in its order: the
+// outputs are the row dots' bits. Lane-wise ops on four outputs at once
+// round each lane as the row dot's scalar op.
+//
+// Each takes (w, a *byte, arb, nb int, y *float32, ys int), nb > 0, and
+// stores output i at y + 4*i*ys.
+
+// LEG4_ARGS (after LEG_CONSTS, which uses AX) loads the arguments: SI w, DI a, R8 arb, AX 3*arb, CX nb,
+// DX y, R9 4*ys, R10 12*ys.
+#define LEG4_ARGS \
+	MOVQ w+0(FP), SI; \
+	MOVQ a+8(FP), DI; \
+	MOVQ arb+16(FP), R8; \
+	LEAQ (R8)(R8*2), AX; \
+	MOVQ nb+24(FP), CX; \
+	MOVQ y+32(FP), DX; \
+	MOVQ ys+40(FP), R9; \
+	SHLQ $2, R9; \
+	LEAQ (R9)(R9*2), R10
+
+// G4_D leaves the block's d (f16 at 0(SI)) in the eight lanes of Y9.
+#define G4_D \
+	VPBROADCASTW 0(SI), X9; \
+	VCVTPH2PS    X9, Y9
+
+// G4_FMA adds the int32 lanes of Y7 times d*dy (d in Y9, dy the f16 at
+// dy) to acc, as FMA_DM and FMA_D.
+#define G4_FMA(dy, acc) \
+	VCVTDQ2PS    Y7, Y7; \
+	VPBROADCASTW dy, X8; \
+	VCVTPH2PS    X8, Y8; \
+	VMULPS       Y8, Y9, Y8; \
+	VFMADD231PS  Y7, Y8, acc
+
+// G4_ROW1 (Q4_1, Q5_1) adds one row's block (activations at q) to acc.
+#define G4_ROW1(q, dy, acc) \
+	VPMADDUBSW q, Y2, Y7; \
+	VPMADDWD   Y15, Y7, Y7; \
+	G4_FMA(dy, acc)
+
+// G4_ROW0 (Q5_0) adds one row's block (activations at q) to acc.
+#define G4_ROW0(q, dy, acc) \
+	VMOVDQU    q, Y10; \
+	VPMADDUBSW Y10, Y2, Y7; \
+	VPMADDUBSW Y10, Y11, Y5; \
+	VPSUBW     Y5, Y7, Y7; \
+	VPMADDWD   Y15, Y7, Y7; \
+	G4_FMA(dy, acc)
+
+// G4_SUMMS adds m*s (m the f16 at off(SI), s at 2(row)) to lane i of X10
+// for the four rows, as FMA_DM's scalar.
+#define G4_SUMMS(off) \
+	VPBROADCASTW off(SI), X5; \
+	VCVTPH2PS    X5, X5; \
+	MOVWLZX      2(DI), BX; \
+	VMOVD        BX, X3; \
+	VPINSRW      $1, 2(DI)(R8*1), X3, X3; \
+	VPINSRW      $2, 2(DI)(R8*2), X3, X3; \
+	VPINSRW      $3, 2(DI)(AX*1), X3, X3; \
+	VCVTPH2PS    X3, X3; \
+	VMULPS       X3, X5, X3; \
+	VADDPS       X3, X10, X10
+
+// G4_ROWS adds the decoded block in Y2 to the four rows' accumulators
+// with row macro ROW and the activations at qoff of each row block.
+#define G4_ROWS(ROW, qoff) \
+	ROW(qoff(DI), 0(DI), Y0); \
+	ROW(qoff(DI)(R8*1), 0(DI)(R8*1), Y1); \
+	ROW(qoff(DI)(R8*2), 0(DI)(R8*2), Y4); \
+	ROW(qoff(DI)(AX*1), 0(DI)(AX*1), Y6)
+
+// HSUM8R is HSUM8 on acc (y and x its YMM and XMM names), tmp scratch.
+#define HSUM8R(yacc, xacc, tmp) \
+	VEXTRACTF128 $1, yacc, tmp; \
+	VADDPS       xacc, tmp, xacc; \
+	VPSHUFD      $0x4e, xacc, tmp; \
+	VADDPS       tmp, xacc, xacc; \
+	VMOVSHDUP    xacc, tmp; \
+	VADDSS       tmp, xacc, xacc
+
+// G4_STORE4 stores the lanes of x at y + 4*i*ys.
+#define G4_STORE4(x) \
+	VMOVSS    x, (DX); \
+	VMOVSHDUP x, X5; \
+	VMOVSS    X5, (DX)(R9*1); \
+	VPSHUFD   $0xaa, x, X5; \
+	VMOVSS    X5, (DX)(R9*2); \
+	VPSHUFD   $0xff, x, X5; \
+	VMOVSS    X5, (DX)(R10*1)
+
+// G4_END sums the four accumulators, adds lane i of the summs X10 to
+// output i (Q4_1, Q5_1) and stores them.
+#define G4_END \
+	HSUM8R(Y0, X0, X5); \
+	HSUM8R(Y1, X1, X5); \
+	HSUM8R(Y4, X4, X5); \
+	HSUM8R(Y6, X6, X5); \
+	VADDSS    X10, X0, X0; \
+	VMOVSHDUP X10, X5; \
+	VADDSS    X5, X1, X1; \
+	VPSHUFD   $0xaa, X10, X5; \
+	VADDSS    X5, X4, X4; \
+	VPSHUFD   $0xff, X10, X5; \
+	VADDSS    X5, X6, X6; \
+	VMOVSS    X0, (DX); \
+	VMOVSS    X1, (DX)(R9*1); \
+	VMOVSS    X4, (DX)(R9*2); \
+	VMOVSS    X6, (DX)(R10*1)
+
+#define G4_ZERO \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS X10, X10, X10
+
+// G4_IQ4ROW leaves in out one row's int32 pair sums (activations at q)
+// against the levels in Y2, as INT_IQ4_NL.
+#define G4_IQ4ROW(q, out) \
+	VMOVDQU    q, Y3; \
+	VPSIGNB    Y3, Y3, Y5; \
+	VPSIGNB    Y3, Y2, Y9; \
+	VPMADDUBSW Y9, Y5, out; \
+	VPMADDWD   Y15, out, out
+
 // func dotQ4_1Q8_1AVX2(w, a *byte, nb int) float32
 TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), SI
@@ -313,4 +443,108 @@ iq4one:
 iq4done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
+	RET
+
+// func q41Row4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
+TEXT ·q41Row4AVX2(SB), NOSPLIT, $0-48
+	LEG_CONSTS
+	LEG4_ARGS
+	G4_ZERO
+
+q41g:
+	NIBBLES(4)
+	G4_D
+	G4_SUMMS(2)
+	G4_ROWS(G4_ROW1, 4)
+	ADDQ $20, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ  q41g
+
+	G4_END
+	VZEROUPPER
+	RET
+
+// func q51Row4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
+TEXT ·q51Row4AVX2(SB), NOSPLIT, $0-48
+	LEG_CONSTS
+	LEG4_ARGS
+	G4_ZERO
+
+q51g:
+	NIBBLES(8)
+	FIFTH(4)
+	G4_D
+	G4_SUMMS(2)
+	G4_ROWS(G4_ROW1, 4)
+	ADDQ $24, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ  q51g
+
+	G4_END
+	VZEROUPPER
+	RET
+
+// func q50Row4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
+TEXT ·q50Row4AVX2(SB), NOSPLIT, $0-48
+	LEG_CONSTS
+	LEG4_ARGS
+	G4_ZERO
+
+q50g:
+	NIBBLES(6)
+	FIFTH(2)
+	G4_D
+	G4_ROWS(G4_ROW0, 2)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q50g
+
+	// No summs: the sums as the row dot's, without G4_END's adds.
+	HSUM8R(Y0, X0, X5)
+	HSUM8R(Y1, X1, X5)
+	HSUM8R(Y4, X4, X5)
+	HSUM8R(Y6, X6, X5)
+	VMOVSS X0, (DX)
+	VMOVSS X1, (DX)(R9*1)
+	VMOVSS X4, (DX)(R9*2)
+	VMOVSS X6, (DX)(R10*1)
+	VZEROUPPER
+	RET
+
+// func iq4nlRow4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
+TEXT ·iq4nlRow4AVX2(SB), NOSPLIT, $0-48
+	LEG_CONSTS
+	LEG4_ARGS
+	VXORPS X0, X0, X0
+	VMOVDQU legIQ4NL<>(SB), Y10
+
+iq4g:
+	NIBBLES(2)
+	VPSHUFB Y2, Y10, Y2
+	G4_IQ4ROW(2(DI), Y4)
+	G4_IQ4ROW(2(DI)(R8*1), Y6)
+	G4_IQ4ROW(2(DI)(R8*2), Y7)
+	G4_IQ4ROW(2(DI)(AX*1), Y8)
+	HSUM4
+	// d*dy for the four rows, then one fused add each, as FMA_S.
+	VPBROADCASTW 0(SI), X9
+	VCVTPH2PS    X9, X9
+	MOVWLZX      0(DI), BX
+	VMOVD        BX, X3
+	VPINSRW      $1, 0(DI)(R8*1), X3, X3
+	VPINSRW      $2, 0(DI)(R8*2), X3, X3
+	VPINSRW      $3, 0(DI)(AX*1), X3, X3
+	VCVTPH2PS    X3, X3
+	VMULPS       X3, X9, X3
+	VFMADD231PS  X4, X3, X0
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  iq4g
+
+	G4_STORE4(X0)
+	VZEROUPPER
 	RET

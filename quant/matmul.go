@@ -482,6 +482,12 @@ func (j *matJob) partRows(pt *matPart, lo, hi int) {
 		k.gemmK(pt.m.Type, pt.m.Data, pt.rb, lo, hi, j.xq, j.arb, j.n, pt.y, R)
 		return
 	}
+	if k.hasGemmQ8(pt.m.Type) {
+		// Q4_1, Q5_0, Q5_1, IQ4_NL on a batched kernel: every output, whatever
+		// n, is the per-row Go twin's.
+		k.gemmQ8(pt.m.Type, pt.m.Data, pt.rb, lo, hi, j.xq, j.arb, j.n, pt.y, R)
+		return
+	}
 	if pt.panels != nil {
 		// Chunks are whole panels: rows and chunks are multiples of
 		// panelRows (Repackable, ForGrain by rowTile).
