@@ -210,17 +210,19 @@ GLOBL legIQ4NL<>(SB), RODATA|NOPTR, $32
 // The batched kernels (gemmLegacy, legacy_amd64.go): one weight row of nb
 // blocks against four activation rows (at DI, DI+R8, DI+2*R8, DI+AX, AX =
 // 3*R8), each block decoded once into Y2 and applied to the four. Each
-// output keeps its own accumulators (Y0, Y1, Y4, Y6 and lane i of the
-// summs X10 for Q4_1, Q5_0, Q5_1; lane i of X0 for IQ4_NL) and sees the
-// row dot's operations with the row dot's operands, in its order: the
-// outputs are the row dots' bits. Lane-wise ops on four outputs at once
-// round each lane as the row dot's scalar op.
+// output keeps its own accumulators (Y0, Y1, Y4, Y6 for Q4_1, Q5_0,
+// Q5_1, with lane 2i+1 of the summs Y10 for Q4_1 and Q5_1; lane i of X0
+// for IQ4_NL) and sees the row dot's operations with the row dot's
+// operands, in its order: the outputs are the row dots' bits. Lane-wise
+// ops on four outputs at once round each lane as the row dot's scalar op.
+// The rows' d*dy of a block are computed together and kept on the stack,
+// one VBROADCASTSS a row.
 //
 // Each takes (w, a *byte, arb, nb int, y *float32, ys int), nb > 0, and
 // stores output i at y + 4*i*ys.
 
-// LEG4_ARGS (after LEG_CONSTS, which uses AX) loads the arguments: SI w, DI a, R8 arb, AX 3*arb, CX nb,
-// DX y, R9 4*ys, R10 12*ys.
+// LEG4_ARGS (after LEG_CONSTS, which uses AX) loads the arguments: SI w,
+// DI a, R8 arb, AX 3*arb, CX nb, DX y, R9 4*ys, R10 12*ys.
 #define LEG4_ARGS \
 	MOVQ w+0(FP), SI; \
 	MOVQ a+8(FP), DI; \
@@ -232,56 +234,67 @@ GLOBL legIQ4NL<>(SB), RODATA|NOPTR, $32
 	SHLQ $2, R9; \
 	LEAQ (R9)(R9*2), R10
 
-// G4_D leaves the block's d (f16 at 0(SI)) in the eight lanes of Y9.
-#define G4_D \
-	VPBROADCASTW 0(SI), X9; \
-	VCVTPH2PS    X9, Y9
+// G4_SC1 (Q4_1, Q5_1) computes, for the four rows at once, d*dy_i and
+// m*s_i into lanes 2i and 2i+1 of Y3 as FMA_DM's VMULPS (the f16 pairs
+// (d, m) at 0(SI) and (dy_i, s_i) at 0(row i)), adds them to the summs Y10
+// (lane 2i+1 is row i's; the even lanes, sums of d*dy, go unread) and
+// keeps Y3 at 0(SP): row i's d*dy at 8i(SP).
+#define G4_SC1 \
+	VPBROADCASTD 0(SI), X9; \
+	VCVTPH2PS    X9, Y9; \
+	VMOVD        0(DI), X3; \
+	VPINSRD      $1, 0(DI)(R8*1), X3, X3; \
+	VPINSRD      $2, 0(DI)(R8*2), X3, X3; \
+	VPINSRD      $3, 0(DI)(AX*1), X3, X3; \
+	VCVTPH2PS    X3, Y3; \
+	VMULPS       Y3, Y9, Y3; \
+	VADDPS       Y3, Y10, Y10; \
+	VMOVUPS      Y3, 0(SP)
 
-// G4_FMA adds the int32 lanes of Y7 times d*dy (d in Y9, dy the f16 at
-// dy) to acc, as FMA_DM and FMA_D.
-#define G4_FMA(dy, acc) \
+// G4_SC0 (Q5_0) keeps the four rows' d*dy_i (d at 0(SI), dy_i at
+// 0(row i)), as FMA_D's VMULPS, at 4i(SP).
+#define G4_SC0 \
+	VPBROADCASTW 0(SI), X9; \
+	VCVTPH2PS    X9, X9; \
+	MOVWLZX      0(DI), BX; \
+	VMOVD        BX, X3; \
+	VPINSRW      $1, 0(DI)(R8*1), X3, X3; \
+	VPINSRW      $2, 0(DI)(R8*2), X3, X3; \
+	VPINSRW      $3, 0(DI)(AX*1), X3, X3; \
+	VCVTPH2PS    X3, X3; \
+	VMULPS       X3, X9, X3; \
+	VMOVUPS      X3, 0(SP)
+
+// G4_FMA adds the int32 lanes of Y7 times the row's d*dy (at sc) to acc,
+// as FMA_DM and FMA_D.
+#define G4_FMA(sc, acc) \
 	VCVTDQ2PS    Y7, Y7; \
-	VPBROADCASTW dy, X8; \
-	VCVTPH2PS    X8, Y8; \
-	VMULPS       Y8, Y9, Y8; \
+	VBROADCASTSS sc, Y8; \
 	VFMADD231PS  Y7, Y8, acc
 
 // G4_ROW1 (Q4_1, Q5_1) adds one row's block (activations at q) to acc.
-#define G4_ROW1(q, dy, acc) \
+#define G4_ROW1(q, sc, acc) \
 	VPMADDUBSW q, Y2, Y7; \
 	VPMADDWD   Y15, Y7, Y7; \
-	G4_FMA(dy, acc)
+	G4_FMA(sc, acc)
 
 // G4_ROW0 (Q5_0) adds one row's block (activations at q) to acc.
-#define G4_ROW0(q, dy, acc) \
+#define G4_ROW0(q, sc, acc) \
 	VMOVDQU    q, Y10; \
 	VPMADDUBSW Y10, Y2, Y7; \
 	VPMADDUBSW Y10, Y11, Y5; \
 	VPSUBW     Y5, Y7, Y7; \
 	VPMADDWD   Y15, Y7, Y7; \
-	G4_FMA(dy, acc)
-
-// G4_SUMMS adds m*s (m the f16 at off(SI), s at 2(row)) to lane i of X10
-// for the four rows, as FMA_DM's scalar.
-#define G4_SUMMS(off) \
-	VPBROADCASTW off(SI), X5; \
-	VCVTPH2PS    X5, X5; \
-	MOVWLZX      2(DI), BX; \
-	VMOVD        BX, X3; \
-	VPINSRW      $1, 2(DI)(R8*1), X3, X3; \
-	VPINSRW      $2, 2(DI)(R8*2), X3, X3; \
-	VPINSRW      $3, 2(DI)(AX*1), X3, X3; \
-	VCVTPH2PS    X3, X3; \
-	VMULPS       X3, X5, X3; \
-	VADDPS       X3, X10, X10
+	G4_FMA(sc, acc)
 
 // G4_ROWS adds the decoded block in Y2 to the four rows' accumulators
-// with row macro ROW and the activations at qoff of each row block.
-#define G4_ROWS(ROW, qoff) \
-	ROW(qoff(DI), 0(DI), Y0); \
-	ROW(qoff(DI)(R8*1), 0(DI)(R8*1), Y1); \
-	ROW(qoff(DI)(R8*2), 0(DI)(R8*2), Y4); \
-	ROW(qoff(DI)(AX*1), 0(DI)(AX*1), Y6)
+// with row macro ROW, the activations at qoff of each row block and row
+// i's d*dy at ss*i(SP).
+#define G4_ROWS(ROW, qoff, ss) \
+	ROW(qoff(DI), 0(SP), Y0); \
+	ROW(qoff(DI)(R8*1), ss(SP), Y1); \
+	ROW(qoff(DI)(R8*2), (2*ss)(SP), Y4); \
+	ROW(qoff(DI)(AX*1), (3*ss)(SP), Y6)
 
 // HSUM8R is HSUM8 on acc (y and x its YMM and XMM names), tmp scratch.
 #define HSUM8R(yacc, xacc, tmp) \
@@ -302,31 +315,33 @@ GLOBL legIQ4NL<>(SB), RODATA|NOPTR, $32
 	VPSHUFD   $0xff, x, X5; \
 	VMOVSS    X5, (DX)(R10*1)
 
-// G4_END sums the four accumulators, adds lane i of the summs X10 to
-// output i (Q4_1, Q5_1) and stores them.
+// G4_END sums the four accumulators, adds row i's summs (lane 2i+1 of
+// Y10) to output i (Q4_1, Q5_1) and stores them.
 #define G4_END \
 	HSUM8R(Y0, X0, X5); \
 	HSUM8R(Y1, X1, X5); \
 	HSUM8R(Y4, X4, X5); \
 	HSUM8R(Y6, X6, X5); \
-	VADDSS    X10, X0, X0; \
-	VMOVSHDUP X10, X5; \
-	VADDSS    X5, X1, X1; \
-	VPSHUFD   $0xaa, X10, X5; \
-	VADDSS    X5, X4, X4; \
-	VPSHUFD   $0xff, X10, X5; \
-	VADDSS    X5, X6, X6; \
-	VMOVSS    X0, (DX); \
-	VMOVSS    X1, (DX)(R9*1); \
-	VMOVSS    X4, (DX)(R9*2); \
-	VMOVSS    X6, (DX)(R10*1)
+	VEXTRACTF128 $1, Y10, X3; \
+	VMOVSHDUP    X10, X5; \
+	VADDSS       X5, X0, X0; \
+	VPSHUFD      $0xff, X10, X5; \
+	VADDSS       X5, X1, X1; \
+	VMOVSHDUP    X3, X5; \
+	VADDSS       X5, X4, X4; \
+	VPSHUFD      $0xff, X3, X5; \
+	VADDSS       X5, X6, X6; \
+	VMOVSS       X0, (DX); \
+	VMOVSS       X1, (DX)(R9*1); \
+	VMOVSS       X4, (DX)(R9*2); \
+	VMOVSS       X6, (DX)(R10*1)
 
 #define G4_ZERO \
 	VXORPS Y0, Y0, Y0; \
 	VXORPS Y1, Y1, Y1; \
 	VXORPS Y4, Y4, Y4; \
 	VXORPS Y6, Y6, Y6; \
-	VXORPS X10, X10, X10
+	VXORPS Y10, Y10, Y10
 
 // G4_IQ4ROW leaves in out one row's int32 pair sums (activations at q)
 // against the levels in Y2, as INT_IQ4_NL.
@@ -446,16 +461,15 @@ iq4done:
 	RET
 
 // func q41Row4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
-TEXT ·q41Row4AVX2(SB), NOSPLIT, $0-48
+TEXT ·q41Row4AVX2(SB), NOSPLIT, $32-48
 	LEG_CONSTS
 	LEG4_ARGS
 	G4_ZERO
 
 q41g:
 	NIBBLES(4)
-	G4_D
-	G4_SUMMS(2)
-	G4_ROWS(G4_ROW1, 4)
+	G4_SC1
+	G4_ROWS(G4_ROW1, 4, 8)
 	ADDQ $20, SI
 	ADDQ $36, DI
 	DECQ CX
@@ -466,7 +480,7 @@ q41g:
 	RET
 
 // func q51Row4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
-TEXT ·q51Row4AVX2(SB), NOSPLIT, $0-48
+TEXT ·q51Row4AVX2(SB), NOSPLIT, $32-48
 	LEG_CONSTS
 	LEG4_ARGS
 	G4_ZERO
@@ -474,9 +488,8 @@ TEXT ·q51Row4AVX2(SB), NOSPLIT, $0-48
 q51g:
 	NIBBLES(8)
 	FIFTH(4)
-	G4_D
-	G4_SUMMS(2)
-	G4_ROWS(G4_ROW1, 4)
+	G4_SC1
+	G4_ROWS(G4_ROW1, 4, 8)
 	ADDQ $24, SI
 	ADDQ $36, DI
 	DECQ CX
@@ -487,7 +500,7 @@ q51g:
 	RET
 
 // func q50Row4AVX2(w, a *byte, arb, nb int, y *float32, ys int)
-TEXT ·q50Row4AVX2(SB), NOSPLIT, $0-48
+TEXT ·q50Row4AVX2(SB), NOSPLIT, $32-48
 	LEG_CONSTS
 	LEG4_ARGS
 	G4_ZERO
@@ -495,8 +508,8 @@ TEXT ·q50Row4AVX2(SB), NOSPLIT, $0-48
 q50g:
 	NIBBLES(6)
 	FIFTH(2)
-	G4_D
-	G4_ROWS(G4_ROW0, 2)
+	G4_SC0
+	G4_ROWS(G4_ROW0, 2, 4)
 	ADDQ $22, SI
 	ADDQ $34, DI
 	DECQ CX
