@@ -50,7 +50,8 @@ var (
 // blocks of bs bytes) and n activation rows of blocks of ab bytes, arb
 // bytes apart: four activation rows at a time on f4, the rest (and n < 4
 // entirely: decoding a block for one row costs more than it saves) on the
-// row dot. Every output is the row dot's bits, whatever n or the split.
+// row dot, but for three left over, which take f4 on a group's last four.
+// Every output is the row dot's bits, whatever n or the split.
 func gemmLegacy(dot func(w, a *byte, nb int) float32, f4 legRow4Func, bs, ab int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
 	if lo >= hi || n <= 0 {
 		return
@@ -74,6 +75,13 @@ func gemmLegacy(dot func(w, a *byte, nb int) float32, f4 legRow4Func, bs, ab int
 			for r := r0; r < r1; r++ {
 				for i := c0; i < c0+c4; i += 4 {
 					f4(&w[r*rb], &a[i*arb], arb, nb, &y[i*ys+r], ys)
+				}
+				if c-c4 == 3 && c4 > 0 {
+					// The last four rows on f4 cost less than three row
+					// dots; the row computed again gets the same bits.
+					i := c0 + c - 4
+					f4(&w[r*rb], &a[i*arb], arb, nb, &y[i*ys+r], ys)
+					continue
 				}
 				for i := c0 + c4; i < c0+c; i++ {
 					y[i*ys+r] = dot(&w[r*rb], &a[i*arb], nb)

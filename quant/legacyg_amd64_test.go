@@ -177,7 +177,7 @@ func TestLegacyMatMulSets(t *testing.T) {
 }
 
 // BenchmarkLegacyGemmQ8 times MatMul-shaped products on one thread for
-// batches 1, 4, 8 and 16, on gemmQ8 ("batched") and on partRows' per-row
+// batches 1, 4, 7, 8 and 16, on gemmQ8 ("batched") and on partRows' per-row
 // loop ("rows", the dot kernel once per output), in one run: compare
 // ns/op within it.
 func BenchmarkLegacyGemmQ8(b *testing.B) {
@@ -192,7 +192,7 @@ func BenchmarkLegacyGemmQ8(b *testing.B) {
 		rb := len(w) / rows
 		arb := cols / 32 * d.act.BlockBytes()
 		dot := legacyEntries(s)[ti]
-		for _, n := range []int{1, 4, 8, 16} {
+		for _, n := range []int{1, 4, 7, 8, 16} {
 			a := legacyGActs(&testing.T{}, rng, d.act, n, cols/32, arb)
 			y := make([]float32, n*rows)
 			b.Run(fmt.Sprintf("%v/n=%d/batched", d.w, n), func(b *testing.B) {
