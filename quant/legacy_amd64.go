@@ -6,7 +6,8 @@ package quant
 // with the AVX2 kernels of legacy_amd64.s. The VNNI sets keep them: the
 // float order (legacy.go) chains every block's VFMADD231PS into the one
 // accumulator, and that chain, not the multiplies a VNNI instruction would
-// fuse, bounds them.
+// fuse, bounds them. Batches of four activation rows or more take the
+// batched kernels (gemmQ8, through gemmLegacy).
 var _ = archHook(func(s *kernelSet) {
 	s.dotQ4_1Q8_1 = dotQ4_1Q8_1_amd64
 	s.dotQ5_0Q8_0 = dotQ5_0Q8_0_amd64
