@@ -308,23 +308,25 @@ func (s *State) visible(g int) []int32 {
 	return s.visBuf[off : off+int(s.depth[g])+1]
 }
 
-// ropeTables computes cos and sin of every row's rotation angles, the way
-// ggml does: theta = pos·scale·base^(-2i/d) / freqFactor[i], with the power
-// accumulated in float32.
+// ropeTables computes cos and sin of every row's rotation angles as ggml's
+// rope cache does: theta_i = pos·base^(-2i/d), the power accumulated in
+// float32, divided by freqFactor[i], then scaled by the frequency scale,
+// and cos/sin rounded as glibc's cosf/sinf round them.
 func (s *State) ropeTables() {
 	c := s.cfg
 	half := c.RopeDim / 2
 	s.ropeCos = grow(s.ropeCos, s.n*half)
 	s.ropeSin = grow(s.ropeSin, s.n*half)
-	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(c.RopeDim)))
+	thetaScale := float32(math.Pow(float64(c.RopeBase), float64(float32(-2)/float32(c.RopeDim))))
 	ff := s.m.Weights.RopeFreqs
 	for r := range s.n {
-		theta := float32(s.pos[s.first+r]) * c.RopeScale
+		theta := float32(s.pos[s.first+r])
 		for i := range half {
 			t := theta
 			if ff != nil {
 				t /= ff[i]
 			}
+			t *= c.RopeScale
 			s.ropeCos[r*half+i] = float32(math.Cos(float64(t)))
 			s.ropeSin[r*half+i] = float32(math.Sin(float64(t)))
 			theta *= thetaScale

@@ -129,8 +129,8 @@ func (s *State) rope(row int, vec []float32, heads int) {
 				a, b = &x[2*i], &x[2*i+1]
 			}
 			x0, x1 := *a, *b
-			*a = x0*cos[i] - x1*sin[i]
-			*b = x0*sin[i] + x1*cos[i]
+			*a = fma32(x0, cos[i], -float32(x1*sin[i]))
+			*b = fma32(x0, sin[i], float32(x1*cos[i]))
 		}
 	}
 }
@@ -391,35 +391,34 @@ func expArg(x, m float32) (arg, nm float32) {
 // step's latency sooner.
 func softmaxStep(x, e, m, sum float32) (nm, nsum, w, f float32, rose bool) {
 	if x > m {
-		// Two roundings on every architecture, as quant.SoftmaxSteps:
-		// the conversion keeps Go from fusing them into one FMA.
-		return x, float32(sum*e) + 1, 1, e, true
+		// One rounding, as quant.SoftmaxSteps and ggml's S*ms + vs under
+		// llama.cpp's FMA contraction.
+		return x, float32(math.FMA(float64(sum), float64(e), 1)), 1, e, true
 	}
 	return m, sum + e, e, 1, false
 }
 
-// rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x).
+// rmsNorm writes x / rms(x) ⊙ weight to dst (dst may alias x), rounding
+// as ggml's rms_norm and mul do: each square rounded to float32 and summed
+// in float64 in order, the mean rounded to float32, 1/sqrtf(mean+eps) in
+// float32, x·scale rounded before the weight multiplies it. Exact squares
+// or a double square root would be more accurate by a hair, and would make
+// a row land on the other side of a rounding from llama.cpp's now and then.
 func rmsNorm(dst, x, weight []float32, eps float32) {
-	// Four partial sums: one float64 sum is a chain of dependent adds that
-	// each wait for the last; four let them overlap. Each square is exact
-	// in float64.
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		v := x[i : i+4 : i+4]
-		s0 += float64(v[0]) * float64(v[0])
-		s1 += float64(v[1]) * float64(v[1])
-		s2 += float64(v[2]) * float64(v[2])
-		s3 += float64(v[3]) * float64(v[3])
+	var sum float64
+	for _, v := range x {
+		sum += float64(float32(v * v))
 	}
-	for ; i < len(x); i++ {
-		s0 += float64(x[i]) * float64(x[i])
-	}
-	ss := (s0 + s1) + (s2 + s3)
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
 	for i, v := range x {
-		dst[i] = v * scale * weight[i]
+		dst[i] = float32(v*scale) * weight[i]
 	}
+}
+
+// fma32 is x·y+z rounded once, as llama.cpp's FMA-contracted C rounds it.
+func fma32(x, y, z float32) float32 {
+	return float32(math.FMA(float64(x), float64(y), float64(z)))
 }
 
 func addTo(dst, src []float32) {

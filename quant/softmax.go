@@ -9,7 +9,7 @@ import "fmt"
 // and sum the running sum:
 //
 //	x := score * scale
-//	if x > m { e := exp(m - x); m = x; sum = sum*e + 1; w, f = 1, e }
+//	if x > m { e := exp(m - x); m = x; sum = fma(sum, e, 1); w, f = 1, e }
 //	else     { e := exp(x - m);        sum = sum + e;   w, f = e, 1 }
 //
 // w is the weight of the slot's value in the query's accumulator and f the
@@ -36,7 +36,7 @@ func SoftmaxArgs(sc, ex []float32, stride, n int, scale float32, maxs []float32,
 
 // SoftmaxSteps finishes SoftmaxArgs's chunk once Exp32s has turned ex's
 // arguments into exponentials e: it adds each slot into its query's sum in
-// order (sum·e + 1 where the maximum rose, else sum + e), writes the
+// order (fma(sum, e, 1), one rounding, where the maximum rose, else sum + e), writes the
 // weights w (1 where it rose, else e) and factors f (e where it rose, else
 // 1) at ex's places, and sets raised[j] to 1 where some query's maximum
 // rose at slot j (leaving the others as they are).
@@ -108,9 +108,9 @@ func softmaxMarksGo(ex, w, f, raised []float32, stride, from, n int, rose []uint
 func softmaxSumGo(e []float32, rose uint64, sum float32) float32 {
 	for j, x := range e {
 		if rose>>j&1 != 0 {
-			// Two roundings on every architecture: the conversion keeps
-			// Go from fusing them into one FMA where it may.
-			sum = float32(sum*x) + 1
+			// One rounding, as ggml's S = S*ms + vs compiled with FMA
+			// contraction (llama.cpp's x86 builds) rounds it.
+			sum = fma32(sum, x, 1)
 		} else {
 			sum += x
 		}

@@ -159,7 +159,7 @@ marksRaised:
 //
 // SoftmaxSteps's sums (softmax.go) of four queries (exponentials at e0-e3)
 // over slots [0, n): their chains side by side, slot by slot, in scalar
-// VEX instructions (any AVX CPU); a slot where some maximum rose goes
+// VEX instructions with FMA; a slot where some maximum rose goes
 // query by query.
 //
 // Registers: R8, R9, R14, R15 the four queries' exponentials, X0-X3 their
@@ -207,32 +207,28 @@ stepsRose:
 	VADDSS (R8)(CX*4), X0, X0
 	JMP next0
 rose0:
-	VMULSS (R8)(CX*4), X0, X0
-	VADDSS X15, X0, X0
+	VFMADD132SS (R8)(CX*4), X15, X0
 next0:
 	BTQ CX, R11
 	JCS rose1
 	VADDSS (R9)(CX*4), X1, X1
 	JMP next1
 rose1:
-	VMULSS (R9)(CX*4), X1, X1
-	VADDSS X15, X1, X1
+	VFMADD132SS (R9)(CX*4), X15, X1
 next1:
 	BTQ CX, DX
 	JCS rose2
 	VADDSS (R14)(CX*4), X2, X2
 	JMP next2
 rose2:
-	VMULSS (R14)(CX*4), X2, X2
-	VADDSS X15, X2, X2
+	VFMADD132SS (R14)(CX*4), X15, X2
 next2:
 	BTQ CX, DI
 	JCS rose3
 	VADDSS (R15)(CX*4), X3, X3
 	JMP next3
 rose3:
-	VMULSS (R15)(CX*4), X3, X3
-	VADDSS X15, X3, X3
+	VFMADD132SS (R15)(CX*4), X15, X3
 next3:
 	INCQ CX
 	CMPQ CX, R12

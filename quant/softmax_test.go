@@ -19,7 +19,7 @@ func softmaxLoop(sc []float32, scale, m, sum float32) (args, w, f []float32, ros
 		if x > m {
 			e := Exp32(m - x)
 			args = append(args, m-x)
-			m, sum = x, float32(sum*e)+1
+			m, sum = x, float32(math.FMA(float64(sum), float64(e), 1))
 			w, f, rose = append(w, 1), append(f, e), append(rose, true)
 		} else {
 			e := Exp32(x - m)
