@@ -100,18 +100,10 @@ func checkRow(t *testing.T, name string, got []float32, ref refRow, topTol float
 }
 
 // knownDeviations are the reference files shade does not yet match within
-// tolerance, each with why. types-tiny-q2_k: one prompt row (17) is 1.05×
-// the 0.05·std tolerance off and later rows 0.02-0.04. The reference was
-// computed by llama.cpp's haswell (AVX2) CPU library, and reproducing it row
-// for row on this file takes its float steps in ops every model shares
-// (RMSNorm's double sum of rounded squares and float sqrt, RoPE's fused
-// rotation with glibc's cosf/sinf, the softmax sum's fused update) besides
-// Q2_K's eight-lane dot: measured on 2026-12-05 by calling llama.cpp's own
-// kernels on shade's inputs (docs/quant-types.md). Its perplexity is held
-// to llama.cpp's by engine's test (0.006% off).
-var knownDeviations = map[string]string{
-	"types-tiny-q2_k": "one row 1.05× the tolerance: llama.cpp's float steps in RMSNorm, RoPE and the softmax sum are not yet shade's (docs/quant-types.md)",
-}
+// tolerance, each with why (none today). The references come from
+// llama.cpp's haswell (AVX2) CPU library, and shade follows its float steps
+// op by op (docs/quant-types.md), so a file listed here is a bug to find.
+var knownDeviations = map[string]string{}
 
 func runConformance(t *testing.T) {
 	for _, refPath := range conformanceModels(t) {
