@@ -109,8 +109,15 @@ func (s *State) qkvRows(lo, hi int) {
 	}
 }
 
-// swiglu computes hb[i] = silu(hb[i]) · hb2[i] for i in [lo, hi).
-func (s *State) swiglu(lo, hi int) { quant.SiLUMul(s.hb[lo:hi], s.hb2[lo:hi]) }
+// swiglu computes hb[i] = silu(hb[i]) · hb2[i] for i in [lo, hi), indices
+// into the batch's rows of FFN values: [lo, hi) may start or end mid-row
+// (ForGrain cuts at multiples of 1024), and SiLUMul is told where in its row
+// hb[lo] is, so that each value's formula, like llama.cpp's, depends on its
+// index within its row alone, not on the batch size or thread count.
+func (s *State) swiglu(lo, hi int) {
+	ffn := s.cfg.FFN
+	quant.SiLUMul(s.hb[lo:hi], s.hb2[lo:hi], ffn, lo%ffn)
+}
 
 // rope rotates each head of vec (one batch row) by that row's angles.
 // llama rotates adjacent pairs; NeoX-style architectures rotate element i

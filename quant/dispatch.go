@@ -76,7 +76,8 @@ type kernelSet struct {
 	toF16    func(dst []uint16, src []float32)
 	roundF16 func(x []float32)
 
-	// siluMul is SiLUMul (silu.go).
+	// siluMul is siluMulGo (silu.go), the vector formula of SiLUMul, for
+	// any length.
 	siluMul func(h, u []float32)
 	// exp32s is Exp32s (exp.go).
 	exp32s func(x []float32)

@@ -3,54 +3,101 @@ package quant
 import "math"
 
 // SiLUMul computes h[i] = silu(h[i]) · u[i] = h[i] / (1 + e^−h[i]) · u[i], the
-// SwiGLU activation of a feed-forward block, for every i < len(h). The
-// exponential is a Cephes-style single-precision one (Cody–Waite reduction by
-// ln 2, a degree-7 polynomial; within 2 ulp of e^x), computed with the same
-// operations and roundings by the Go reference and by the vector kernels, so
-// every kernel set gives the same bits. For h < −87, where silu is below
-// 1e-34 in magnitude, the result is tiny or −0 rather than exact.
-func SiLUMul(h, u []float32) { k.siluMul(h, u[:len(h)]) }
-
-// Constants of expf32. The clamp keeps 2^n a normal float32 at the low end
-// and makes it +Inf (n = 128: all exponent bits set) where e^x overflows or
-// nearly does (x ≥ 88.38), so silu of a very negative h is −0. ln 2 is split
-// in two (c1 + c2) so that n·c1 is exact.
-const (
-	expClampLo = -87.0
-	expClampHi = 89.0
-	expLog2e   = 1.44269504088896341
-	expC1      = 0.693359375
-	expC2      = -2.12194440e-4
-	expP0      = 1.9875691500e-4
-	expP1      = 1.3981999507e-3
-	expP2      = 8.3334519073e-3
-	expP3      = 4.1665795894e-2
-	expP4      = 1.6666665459e-1
-	expP5      = 5.0000001201e-1
-)
-
-// expf32 is e^x as the kernels compute it (see SiLUMul).
-func expf32(x float32) float32 {
-	x = min(max(x, expClampLo), expClampHi)
-	n := float32(math.RoundToEven(float64(float32(x * expLog2e))))
-	r := fma32(n, -expC1, x)
-	r = fma32(n, -expC2, r)
-	p := fma32(expP0, r, expP1)
-	p = fma32(p, r, expP2)
-	p = fma32(p, r, expP3)
-	p = fma32(p, r, expP4)
-	p = fma32(p, r, expP5)
-	r2 := float32(r * r)
-	y := fma32(p, r2, r)
-	y = float32(y + 1)
-	scale := math.Float32frombits(uint32(int32(n)+127) << 23)
-	return float32(y * scale)
+// SwiGLU activation of a feed-forward block, for every i < len(h), exactly as
+// llama.cpp's haswell build does (ggml_vec_swiglu_f32 with AVX2 and FMA):
+// the values of a row that fill whole groups of eight take ggml's vector
+// exponential (expAVX2), the last row%8 take glibc's expf (Exp32).
+//
+// h and u hold consecutive elements of rows of row values each, h[0] being
+// element pos of its row, so a row may be split between calls (threads)
+// without changing a bit: which formula an element gets depends only on
+// its index within its row. Every kernel set gives the Go twin's bits.
+func SiLUMul(h, u []float32, row, pos int) {
+	if row <= 0 || pos < 0 || pos >= row {
+		panic("quant: SiLUMul position outside its row")
+	}
+	u = u[:len(h)]
+	vec := row &^ 7
+	for len(h) > 0 {
+		n := min(len(h), row-pos)
+		if pos < vec {
+			m := min(n, vec-pos)
+			k.siluMul(h[:m], u[:m])
+		}
+		if t := max(vec-pos, 0); t < n {
+			siluMulTail(h[t:n], u[t:n])
+		}
+		h, u, pos = h[n:], u[n:], 0
+	}
 }
 
+// Constants of expAVX2, ggml's (from ARM's optimized routines): 1.5·2^23
+// rounds to a whole number when added, ln 2 is split in two so that n·ln2Hi
+// is exact, and expP0..expP4 are the polynomial's coefficients.
+const (
+	expShift = 0x1.8p23
+	expLog2e = 0x1.715476p+0
+	expLn2Hi = 0x1.62e4p-1
+	expLn2Lo = 0x1.7f7d1cp-20
+	expP0    = 0x1.0e4020p-7
+	expP1    = 0x1.573e2ep-5
+	expP2    = 0x1.555e66p-3
+	expP3    = 0x1.fffdb6p-2
+	expP4    = 0x1.ffffecp-1
+)
+
+// expAVX2 is one lane of ggml_v_expf as the AVX2+FMA build computes it (a
+// maximum error of about 2 ulp; +Inf above 88.38, 0 below −103.97): n =
+// round(x·log2 e) by the 1.5·2^23 shift, b = x − n·ln2 in two fused steps,
+// e^b − 1 ≈ j by a degree-5 polynomial evaluated over b², and e^x = k + j·k
+// with k = 2^n built in the exponent bits. Where |n| > 126, 2^n is not a
+// normal float, and it is split into two scale factors s1·s2 (|n| > 192:
+// s1² alone, which overflows to +Inf or underflows to 0).
+//
+// Each step is the vector instruction's single rounding: fma32 for the
+// fused ones, explicit float32 conversions elsewhere (so the compiler fuses
+// nothing).
+func expAVX2(x float32) float32 {
+	z := fma32(x, expLog2e, expShift)
+	n := float32(z - expShift)
+	b := fma32(-n, expLn2Lo, fma32(-n, expLn2Hi, x))
+	e := math.Float32bits(z) << 23
+	k := math.Float32frombits(e + 0x3f800000) // bits of 1.0
+	u := float32(b * b)
+	j := fma32(fma32(fma32(expP0, b, expP1), u, fma32(expP2, b, expP3)), u, float32(expP4*b))
+	an := float32(math.Abs(float64(n)))
+	if !(an > 126) {
+		return fma32(j, k, k)
+	}
+	var g uint32
+	if n <= 0 {
+		g = 0x82000000
+	}
+	s1 := math.Float32frombits(g + 0x7f000000)
+	s2 := math.Float32frombits(e - g)
+	if an > 192 {
+		return float32(s1 * s1)
+	}
+	return float32(fma32(s2, j, s2) * s1)
+}
+
+// siluMulGo is the Go twin of the vector kernels: ggml_v_silu(h)·u, with
+// −h as 0 − h and 1 + e^−h, lane by lane (each lane's result depends on
+// that lane alone, so it serves any length).
 func siluMulGo(h, u []float32) {
 	u = u[:len(h)]
 	for i, g := range h {
-		d := float32(1 + expf32(-g))
+		d := float32(1 + expAVX2(float32(0-g)))
+		h[i] = float32(float32(g/d) * u[i])
+	}
+}
+
+// siluMulTail is ggml_silu_f32(h)·u, the scalar loop after a row's last
+// whole group of eight.
+func siluMulTail(h, u []float32) {
+	u = u[:len(h)]
+	for i, g := range h {
+		d := float32(1 + Exp32(-g))
 		h[i] = float32(float32(g/d) * u[i])
 	}
 }

@@ -7,7 +7,8 @@ func siluMulAVX2(h, u *float32, n int)
 
 var _ = haveAVX2FMA && archHook(func(s *kernelSet) { s.siluMul = siluMul_amd64 })
 
-// siluMul_amd64 runs whole groups of 8 in assembly and the rest in Go.
+// siluMul_amd64 runs whole groups of 8 in assembly and the rest in Go (the
+// same formula: a lane's value does not depend on its group).
 func siluMul_amd64(h, u []float32) {
 	u = u[:len(h)]
 	n := len(h) &^ 7

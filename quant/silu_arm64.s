@@ -10,7 +10,7 @@ TEXT ·siluMulNEON(SB), NOSPLIT, $0-32
 	MOVD u+8(FP), R1
 	MOVD n+16(FP), R2
 	MOVD c+24(FP), R3
-	VLD1 (R3), [V0.B16, V1.B16, V2.B16]
+	VLD1 (R3), [V0.B16, V1.B16, V2.B16, V3.B16]
 	WORD $0x4e040410 // dup v16.4s, v0.s[0]
 	WORD $0x4e0c0411 // dup v17.4s, v0.s[1]
 	WORD $0x4e140412 // dup v18.4s, v0.s[2]
@@ -23,37 +23,45 @@ TEXT ·siluMulNEON(SB), NOSPLIT, $0-32
 	WORD $0x4e0c0459 // dup v25.4s, v2.s[1]
 	WORD $0x4e14045a // dup v26.4s, v2.s[2]
 	WORD $0x4e1c045b // dup v27.4s, v2.s[3]
-	MOVW $127, R4
-	WORD $0x4e040c9c // dup v28.4s, w4
+	WORD $0x4e04047c // dup v28.4s, v3.s[0]
+	WORD $0x4e0c047d // dup v29.4s, v3.s[1]
+	WORD $0x4e14047e // dup v30.4s, v3.s[2]
+	WORD $0x4e1c047f // dup v31.4s, v3.s[3]
 silu_loop:
 	VLD1 (R0), [V0.B16]
 	VLD1.P 16(R1), [V1.B16]
-	WORD $0x6ea0f802 // fneg v2.4s, v0.4s
-	WORD $0x4e30f442 // fmax v2.4s, v2.4s, v16.4s
-	WORD $0x4eb1f442 // fmin v2.4s, v2.4s, v17.4s
-	WORD $0x6e32dc43 // fmul v3.4s, v2.4s, v18.4s
-	WORD $0x4e218863 // frintn v3.4s, v3.4s
-	WORD $0x4eb3cc62 // fmls v2.4s, v3.4s, v19.4s
-	WORD $0x4eb4cc62 // fmls v2.4s, v3.4s, v20.4s
-	WORD $0x4eb61ec4 // orr v4.16b, v22.16b, v22.16b
-	WORD $0x4e22cea4 // fmla v4.4s, v21.4s, v2.4s
-	WORD $0x4eb71ee5 // orr v5.16b, v23.16b, v23.16b
-	WORD $0x4e22cc85 // fmla v5.4s, v4.4s, v2.4s
-	WORD $0x4eb81f04 // orr v4.16b, v24.16b, v24.16b
-	WORD $0x4e22cca4 // fmla v4.4s, v5.4s, v2.4s
-	WORD $0x4eb91f25 // orr v5.16b, v25.16b, v25.16b
-	WORD $0x4e22cc85 // fmla v5.4s, v4.4s, v2.4s
-	WORD $0x4eba1f44 // orr v4.16b, v26.16b, v26.16b
-	WORD $0x4e22cca4 // fmla v4.4s, v5.4s, v2.4s
-	WORD $0x6e22dc45 // fmul v5.4s, v2.4s, v2.4s
-	WORD $0x4e25cc82 // fmla v2.4s, v4.4s, v5.4s
-	WORD $0x4e3bd442 // fadd v2.4s, v2.4s, v27.4s
-	WORD $0x4ea1b863 // fcvtzs v3.4s, v3.4s
-	WORD $0x4ebc8463 // add v3.4s, v3.4s, v28.4s
-	WORD $0x4f375463 // shl v3.4s, v3.4s, #23
-	WORD $0x6e23dc42 // fmul v2.4s, v2.4s, v3.4s
-	WORD $0x4e3bd442 // fadd v2.4s, v2.4s, v27.4s
-	WORD $0x6e22fc00 // fdiv v0.4s, v0.4s, v2.4s
+	WORD $0x4ea0d7c2 // fsub v2.4s, v30.4s, v0.4s
+	WORD $0x4eb01e03 // orr v3.16b, v16.16b, v16.16b
+	WORD $0x4e31cc43 // fmla v3.4s, v2.4s, v17.4s
+	WORD $0x4eb0d464 // fsub v4.4s, v3.4s, v16.4s
+	WORD $0x4eb2cc82 // fmls v2.4s, v4.4s, v18.4s
+	WORD $0x4eb3cc82 // fmls v2.4s, v4.4s, v19.4s
+	WORD $0x4f375465 // shl v5.4s, v3.4s, #23
+	WORD $0x4eb984a6 // add v6.4s, v5.4s, v25.4s
+	WORD $0x6ebaec87 // facgt v7.4s, v4.4s, v26.4s
+	WORD $0x6e22dc48 // fmul v8.4s, v2.4s, v2.4s
+	WORD $0x4eb51ea9 // orr v9.16b, v21.16b, v21.16b
+	WORD $0x4e22ce89 // fmla v9.4s, v20.4s, v2.4s
+	WORD $0x4eb71eea // orr v10.16b, v23.16b, v23.16b
+	WORD $0x4e22ceca // fmla v10.4s, v22.4s, v2.4s
+	WORD $0x4e28cd2a // fmla v10.4s, v9.4s, v8.4s
+	WORD $0x6e22df0b // fmul v11.4s, v24.4s, v2.4s
+	WORD $0x4e28cd4b // fmla v11.4s, v10.4s, v8.4s
+	WORD $0x4ea61ccc // orr v12.16b, v6.16b, v6.16b
+	WORD $0x4e26cd6c // fmla v12.4s, v11.4s, v6.4s
+	WORD $0x6e24e7cd // fcmge v13.4s, v30.4s, v4.4s
+	WORD $0x4e3c1dad // and v13.16b, v13.16b, v28.16b
+	WORD $0x4ebd85ae // add v14.4s, v13.4s, v29.4s
+	WORD $0x6ead84af // sub v15.4s, v5.4s, v13.4s
+	WORD $0x4eaf1de9 // orr v9.16b, v15.16b, v15.16b
+	WORD $0x4e2bcde9 // fmla v9.4s, v15.4s, v11.4s
+	WORD $0x6e2edd29 // fmul v9.4s, v9.4s, v14.4s
+	WORD $0x6ea71d2c // bit v12.16b, v9.16b, v7.16b
+	WORD $0x6e2eddca // fmul v10.4s, v14.4s, v14.4s
+	WORD $0x6ebbec8d // facgt v13.4s, v4.4s, v27.4s
+	WORD $0x6ead1d4c // bit v12.16b, v10.16b, v13.16b
+	WORD $0x4e2cd72c // fadd v12.4s, v25.4s, v12.4s
+	WORD $0x6e2cfc00 // fdiv v0.4s, v0.4s, v12.4s
 	WORD $0x6e21dc00 // fmul v0.4s, v0.4s, v1.4s
 	VST1.P [V0.B16], 16(R0)
 	SUBS $4, R2

@@ -63,6 +63,7 @@ var (
 	vSUBB   = same3{"sub", 0x6e208400, "16b", "16b", "16b"}
 	vADDH   = same3{"add", 0x4e608400, "8h", "8h", "8h"}
 	vADDS   = same3{"add", 0x4ea08400, "4s", "4s", "4s"}
+	vSUBS   = same3{"sub", 0x6ea08400, "4s", "4s", "4s"}
 	vADDPH  = same3{"addp", 0x4e60bc00, "8h", "8h", "8h"}
 	vADDPS  = same3{"addp", 0x4ea0bc00, "4s", "4s", "4s"}
 	vMULS   = same3{"mul", 0x4ea09c00, "4s", "4s", "4s"}
@@ -84,6 +85,8 @@ var (
 	vFMLSS  = same3{"fmls", 0x4ea0cc00, "4s", "4s", "4s"}
 	vFADDD  = same3{"fadd", 0x4e60d400, "2d", "2d", "2d"}
 	vFADDPS = same3{"faddp", 0x6e20d400, "4s", "4s", "4s"}
+	vFACGTS = same3{"facgt", 0x6ea0ec00, "4s", "4s", "4s"} // |n| > |m|
+	vFCMGES = same3{"fcmge", 0x6e20e400, "4s", "4s", "4s"} // n >= m
 )
 
 // Two-register forms.

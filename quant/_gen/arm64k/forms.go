@@ -8,7 +8,7 @@ func encForms() []inst {
 	regs := [][3]v{{0, 1, 2}, {31, 30, 29}, {17, 8, 21}}
 	for _, o := range []same3{vAND, vORR, vBIT, vSUBB, vADDH, vADDS, vADDPH, vADDPS, vMULS, vMLAS, vSDOT,
 		vSMULL, vSMULL2, vSMLAL, vSMLAL2, vZIP1H, vZIP2H, vFADDS, vFSUBS, vFMULS, vFDIVS, vFMAXS, vFMINS,
-		vFMLAS, vFMLSS, vFADDD, vFADDPS} {
+		vFMLAS, vFMLSS, vFADDD, vFADDPS, vSUBS, vFACGTS, vFCMGES} {
 		for _, r := range regs {
 			out = append(out, o.of(r[0], r[1], r[2]))
 		}

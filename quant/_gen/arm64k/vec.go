@@ -410,11 +410,14 @@ func roundHalf(a *asm) {
 	a.i(vFCVTL2H.of(3, 6))
 }
 
-// siluFile writes siluMulNEON: silu.go's expf32 and SiLUMul, four values
-// at a time, with each Go operation as one vector instruction (fma32 as
-// FMLA or FMLS, RoundToEven as FRINTN), so the bits are the Go reference's.
-// The constants come from Go (siluConsts) in the order clamp low, clamp
-// high, log2(e), c1, c2, p0..p5, 1.
+// siluFile writes siluMulNEON: silu.go's siluMulGo and expAVX2 (ggml's
+// AVX2 ggml_v_silu), four values at a time, with each Go operation as one
+// vector instruction (fma32 as FMLA or FMLS, fused like VFMADD and
+// VFNMADD), so the bits are the Go twin's. Both of the exponential's forms
+// are computed for every lane and selected with BIT, where the AVX2 kernel
+// branches: a lane's value is the same either way. The constants come from
+// Go (siluConsts) in the order shift, log2(e), ln2 high, ln2 low, p0..p4,
+// 1, 126, 192, the bits 0x82000000 and 0x7f000000, and two zeros.
 func siluFile() string {
 	a := &asm{}
 	header(a)
@@ -425,46 +428,53 @@ func siluFile() string {
 	a.op("MOVD u+8(FP), R1")
 	a.op("MOVD n+16(FP), R2")
 	a.op("MOVD c+24(FP), R3")
-	a.op("VLD1 (R3), [V0.B16, V1.B16, V2.B16]")
-	for k := v(0); k < 12; k++ {
+	a.op("VLD1 (R3), [V0.B16, V1.B16, V2.B16, V3.B16]")
+	for k := v(0); k < 16; k++ {
 		a.i(dupElem(16+k, k/4, uint32(k%4)))
 	}
-	a.op("MOVW $127, R4")
-	a.i(dupGPR(28, 4))
 	const (
-		lo, hi, log2e, c1, c2, p0 = 16, 17, 18, 19, 20, 21
-		one                       = 27
-		bias                      = 28
+		shift, log2e, ln2hi, ln2lo, p0 = 16, 17, 18, 19, 20
+		p1, p2, p3, p4                 = 21, 22, 23, 24
+		one, c126, c192, gBits, s1Bits = 25, 26, 27, 28, 29
+		zero                           = 30
 	)
 	a.label("silu_loop")
 	a.mark()
 	a.op("VLD1 (R0), [V0.B16]")
 	a.op("VLD1.P 16(R1), [V1.B16]")
-	a.i(vFNEGS.of(2, 0))         // x = -g
-	a.i(vFMAXS.of(2, 2, lo))     // clamp
-	a.i(vFMINS.of(2, 2, hi))     //
-	a.i(vFMULS.of(3, 2, log2e))  // x*log2e
-	a.i(vFRINTNS.of(3, 3))       // n
-	a.i(vFMLSS.of(2, 3, c1))     // r = fma(n, -c1, x)
-	a.i(vFMLSS.of(2, 3, c2))     // r = fma(n, -c2, r)
-	a.i(vORR.of(4, p0+1, p0+1))  // p = P1
-	a.i(vFMLAS.of(4, p0, 2))     // p = fma(P0, r, P1)
-	for k := v(2); k <= 5; k++ { // p = fma(p, r, Pk), alternating V5, V4
-		acc := 4 + (k+1)%2
-		a.i(vORR.of(acc, p0+k, p0+k))
-		a.i(vFMLAS.of(acc, 4+k%2, 2))
-	}
-	// p is in V4 (k = 5).
-	a.i(vFMULS.of(5, 2, 2))   // r2
-	a.i(vFMLAS.of(2, 4, 5))   // y = fma(p, r2, r)
-	a.i(vFADDS.of(2, 2, one)) // y + 1
-	a.i(vFCVTZSS.of(3, 3))    // int32(n)
-	a.i(vADDS.of(3, 3, bias)) // + 127
-	a.i(shiftImm("shl", "4s", 3, 3, 23))
-	a.i(vFMULS.of(2, 2, 3))   // e^x
-	a.i(vFADDS.of(2, 2, one)) // d = 1 + e^-g
-	a.i(vFDIVS.of(0, 0, 2))   // g/d
-	a.i(vFMULS.of(0, 0, 1))   // ·u
+	a.i(vFSUBS.of(2, zero, 0))           // x = 0 - g
+	a.i(vORR.of(3, shift, shift))        //
+	a.i(vFMLAS.of(3, 2, log2e))          // z = fma(x, log2e, shift)
+	a.i(vFSUBS.of(4, 3, shift))          // n = z - shift
+	a.i(vFMLSS.of(2, 4, ln2hi))          // b = x - n*ln2hi, fused
+	a.i(vFMLSS.of(2, 4, ln2lo))          // b = b - n*ln2lo, fused
+	a.i(shiftImm("shl", "4s", 5, 3, 23)) // e = bits(z) << 23
+	a.i(vADDS.of(6, 5, one))             // k = e + bits(1)
+	a.i(vFACGTS.of(7, 4, c126))          // c = |n| > 126
+	a.i(vFMULS.of(8, 2, 2))              // u = b*b
+	a.i(vORR.of(9, p1, p1))              //
+	a.i(vFMLAS.of(9, p0, 2))             // t1 = fma(p0, b, p1)
+	a.i(vORR.of(10, p3, p3))             //
+	a.i(vFMLAS.of(10, p2, 2))            // t2 = fma(p2, b, p3)
+	a.i(vFMLAS.of(10, 9, 8))             // t2 = fma(t1, u, t2)
+	a.i(vFMULS.of(11, p4, 2))            // p4*b
+	a.i(vFMLAS.of(11, 10, 8))            // j = fma(t2, u, p4*b)
+	a.i(vORR.of(12, 6, 6))               //
+	a.i(vFMLAS.of(12, 11, 6))            // e^x = fma(j, k, k)
+	a.i(vFCMGES.of(13, zero, 4))         // n <= 0
+	a.i(vAND.of(13, 13, gBits))          // g = 0x82000000 there
+	a.i(vADDS.of(14, 13, s1Bits))        // s1 = g + 0x7f000000
+	a.i(vSUBS.of(15, 5, 13))             // s2 = e - g
+	a.i(vORR.of(9, 15, 15))              //
+	a.i(vFMLAS.of(9, 15, 11))            // fma(s2, j, s2)
+	a.i(vFMULS.of(9, 9, 14))             // · s1
+	a.i(vBIT.of(12, 9, 7))               // where |n| > 126
+	a.i(vFMULS.of(10, 14, 14))           // s1·s1
+	a.i(vFACGTS.of(13, 4, c192))         // |n| > 192
+	a.i(vBIT.of(12, 10, 13))             // there
+	a.i(vFADDS.of(12, one, 12))          // d = 1 + e^x
+	a.i(vFDIVS.of(0, 0, 12))             // g / d
+	a.i(vFMULS.of(0, 0, 1))              // · u
 	a.op("VST1.P [V0.B16], 16(R0)")
 	a.op("SUBS $4, R2")
 	a.op("BNE silu_loop")
