@@ -2,296 +2,281 @@
 
 #include "textflag.h"
 
-// The float64 constants of Exp32 (exp.go), each in four lanes (a memory
-// operand of a VEX instruction reads all four), 32 bytes apart: log2 e,
-// 256.5, 256, ln 2, the Taylor coefficients 1/8! .. 1/2!, 1, and as an int64
-// 767 (= 1023 - 256, the exponent bias less the offset that made t positive).
-DATA expConst<>+0(SB)/8, $0x3ff71547652b82fe // log2e
-DATA expConst<>+8(SB)/8, $0x3ff71547652b82fe
-DATA expConst<>+16(SB)/8, $0x3ff71547652b82fe
-DATA expConst<>+24(SB)/8, $0x3ff71547652b82fe
-DATA expConst<>+32(SB)/8, $0x4070080000000000 // c2565
-DATA expConst<>+40(SB)/8, $0x4070080000000000
-DATA expConst<>+48(SB)/8, $0x4070080000000000
-DATA expConst<>+56(SB)/8, $0x4070080000000000
-DATA expConst<>+64(SB)/8, $0x4070000000000000 // c256
-DATA expConst<>+72(SB)/8, $0x4070000000000000
-DATA expConst<>+80(SB)/8, $0x4070000000000000
-DATA expConst<>+88(SB)/8, $0x4070000000000000
-DATA expConst<>+96(SB)/8, $0x3fe62e42fefa39ef // ln2
-DATA expConst<>+104(SB)/8, $0x3fe62e42fefa39ef
-DATA expConst<>+112(SB)/8, $0x3fe62e42fefa39ef
-DATA expConst<>+120(SB)/8, $0x3fe62e42fefa39ef
-DATA expConst<>+128(SB)/8, $0x3efa01a01a01a01a // c8
-DATA expConst<>+136(SB)/8, $0x3efa01a01a01a01a
-DATA expConst<>+144(SB)/8, $0x3efa01a01a01a01a
-DATA expConst<>+152(SB)/8, $0x3efa01a01a01a01a
-DATA expConst<>+160(SB)/8, $0x3f2a01a01a01a01a // c7
-DATA expConst<>+168(SB)/8, $0x3f2a01a01a01a01a
-DATA expConst<>+176(SB)/8, $0x3f2a01a01a01a01a
-DATA expConst<>+184(SB)/8, $0x3f2a01a01a01a01a
-DATA expConst<>+192(SB)/8, $0x3f56c16c16c16c17 // c6
-DATA expConst<>+200(SB)/8, $0x3f56c16c16c16c17
-DATA expConst<>+208(SB)/8, $0x3f56c16c16c16c17
-DATA expConst<>+216(SB)/8, $0x3f56c16c16c16c17
-DATA expConst<>+224(SB)/8, $0x3f81111111111111 // c5
-DATA expConst<>+232(SB)/8, $0x3f81111111111111
-DATA expConst<>+240(SB)/8, $0x3f81111111111111
-DATA expConst<>+248(SB)/8, $0x3f81111111111111
-DATA expConst<>+256(SB)/8, $0x3fa5555555555555 // c4
-DATA expConst<>+264(SB)/8, $0x3fa5555555555555
-DATA expConst<>+272(SB)/8, $0x3fa5555555555555
-DATA expConst<>+280(SB)/8, $0x3fa5555555555555
-DATA expConst<>+288(SB)/8, $0x3fc5555555555555 // c3
-DATA expConst<>+296(SB)/8, $0x3fc5555555555555
-DATA expConst<>+304(SB)/8, $0x3fc5555555555555
-DATA expConst<>+312(SB)/8, $0x3fc5555555555555
-DATA expConst<>+320(SB)/8, $0x3fe0000000000000 // c2
-DATA expConst<>+328(SB)/8, $0x3fe0000000000000
-DATA expConst<>+336(SB)/8, $0x3fe0000000000000
-DATA expConst<>+344(SB)/8, $0x3fe0000000000000
-DATA expConst<>+352(SB)/8, $0x3ff0000000000000 // one
-DATA expConst<>+360(SB)/8, $0x3ff0000000000000
-DATA expConst<>+368(SB)/8, $0x3ff0000000000000
-DATA expConst<>+376(SB)/8, $0x3ff0000000000000
-DATA expConst<>+384(SB)/8, $767 // bias
-DATA expConst<>+392(SB)/8, $767
-DATA expConst<>+400(SB)/8, $767
-DATA expConst<>+408(SB)/8, $767
-GLOBL expConst<>(SB), RODATA|NOPTR, $416
+// Exp32s' kernels: glibc's expf (libm.Expf, internal/libm/expf.go) lane by
+// lane, the same float64 steps and the same fused multiply-adds:
+//
+//	ki = bits(fma(InvLn2N, x, shift))    k = round(x·32/ln2) in the low bits
+//	r  = fma(InvLn2N, x, -(ki - shift))  the remainder, x·32/ln2 never rounded
+//	s  = tab[k & 31] + k<<47             2^(k/32) (integer add on the bits)
+//	y  = fma(fma(C0, r, C1), r·r, fma(C2, r, 1)) · s, rounded to float32
+//
+// then glibc's special cases blended in: x > 88.72 gives +Inf, x <
+// -103.28 the least subnormal, x < -103.97 zero, NaN x+x.
 
-// The float32 bounds of Exp32: -104, 89 and +Inf.
-DATA expBound<>+0(SB)/4, $0xc2d00000
-DATA expBound<>+4(SB)/4, $0x42b20000
-DATA expBound<>+8(SB)/4, $0x7f800000
-GLOBL expBound<>(SB), RODATA|NOPTR, $12
+// expTab is glibc's __exp2f_data.tab (libm's expTab): the bits of
+// 2^(i/32) less i<<47.
+DATA expTab<>+0(SB)/8, $0x3ff0000000000000
+DATA expTab<>+8(SB)/8, $0x3fefd9b0d3158574
+DATA expTab<>+16(SB)/8, $0x3fefb5586cf9890f
+DATA expTab<>+24(SB)/8, $0x3fef9301d0125b51
+DATA expTab<>+32(SB)/8, $0x3fef72b83c7d517b
+DATA expTab<>+40(SB)/8, $0x3fef54873168b9aa
+DATA expTab<>+48(SB)/8, $0x3fef387a6e756238
+DATA expTab<>+56(SB)/8, $0x3fef1e9df51fdee1
+DATA expTab<>+64(SB)/8, $0x3fef06fe0a31b715
+DATA expTab<>+72(SB)/8, $0x3feef1a7373aa9cb
+DATA expTab<>+80(SB)/8, $0x3feedea64c123422
+DATA expTab<>+88(SB)/8, $0x3feece086061892d
+DATA expTab<>+96(SB)/8, $0x3feebfdad5362a27
+DATA expTab<>+104(SB)/8, $0x3feeb42b569d4f82
+DATA expTab<>+112(SB)/8, $0x3feeab07dd485429
+DATA expTab<>+120(SB)/8, $0x3feea47eb03a5585
+DATA expTab<>+128(SB)/8, $0x3feea09e667f3bcd
+DATA expTab<>+136(SB)/8, $0x3fee9f75e8ec5f74
+DATA expTab<>+144(SB)/8, $0x3feea11473eb0187
+DATA expTab<>+152(SB)/8, $0x3feea589994cce13
+DATA expTab<>+160(SB)/8, $0x3feeace5422aa0db
+DATA expTab<>+168(SB)/8, $0x3feeb737b0cdc5e5
+DATA expTab<>+176(SB)/8, $0x3feec49182a3f090
+DATA expTab<>+184(SB)/8, $0x3feed503b23e255d
+DATA expTab<>+192(SB)/8, $0x3feee89f995ad3ad
+DATA expTab<>+200(SB)/8, $0x3feeff76f2fb5e47
+DATA expTab<>+208(SB)/8, $0x3fef199bdd85529c
+DATA expTab<>+216(SB)/8, $0x3fef3720dcef9069
+DATA expTab<>+224(SB)/8, $0x3fef5818dcfba487
+DATA expTab<>+232(SB)/8, $0x3fef7c97337b9b5f
+DATA expTab<>+240(SB)/8, $0x3fefa4afa2a490da
+DATA expTab<>+248(SB)/8, $0x3fefd0765b6e4540
+GLOBL expTab<>(SB), RODATA|NOPTR, $256
 
-// EXP4 computes Exp32 of the four float32 at off(DI) into OUT (an XMM
-// register), as four float64 lanes, step for step: t = x·log2e + 256.5;
-// n = float64(int32(t)) − 256; r = x − n·ln2; q = r·(1/8! + …) by Horner
-// from 1/8! to 1; p = 1 + q; 2^n as the bits (n + 1023) << 52; p·2^n
-// rounded to float32. X holds x as float64, Y2-Y5 and X3 are temporaries;
-// Y8-Y12 and AX hold the constants (see the prologue).
-#define EXP4(off, X, OUT) \
-	VCVTPS2PD off(DI), X; \
-	VMULPD Y8, X, Y2; \
-	VADDPD Y9, Y2, Y2; \
-	VCVTTPD2DQY Y2, X3; \
-	VCVTDQ2PD X3, Y4; \
-	VSUBPD Y10, Y4, Y4; \
-	VMULPD Y11, Y4, Y5; \
-	VSUBPD Y5, X, Y5; \
-	VMULPD 128(AX), Y5, Y2; \
-	VADDPD 160(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 192(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 224(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 256(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 288(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 320(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 352(AX), Y2, Y2; \
-	VMULPD Y2, Y5, Y2; \
-	VADDPD 352(AX), Y2, Y2; \
-	VPMOVSXDQ X3, Y4; \
-	VPADDQ Y12, Y4, Y4; \
-	VPSLLQ $52, Y4, Y4; \
-	VMULPD Y4, Y2, Y2; \
-	VCVTPD2PSY Y2, OUT;
+// The float64 constants (int64 for the masks), each in four lanes so that
+// a VEX memory operand reads them whole, 32 bytes apart: InvLn2N = 32/ln2,
+// shift = 1.5·2^52, the cubic's C0, C1, C2 (glibc's poly_scaled), 1, and
+// the index mask 31 and bit 16 (the AVX-512 kernel's table half).
+DATA expConst<>+0(SB)/8, $0x40471547652b82fe // InvLn2N
+DATA expConst<>+8(SB)/8, $0x40471547652b82fe
+DATA expConst<>+16(SB)/8, $0x40471547652b82fe
+DATA expConst<>+24(SB)/8, $0x40471547652b82fe
+DATA expConst<>+32(SB)/8, $0x4338000000000000 // shift
+DATA expConst<>+40(SB)/8, $0x4338000000000000
+DATA expConst<>+48(SB)/8, $0x4338000000000000
+DATA expConst<>+56(SB)/8, $0x4338000000000000
+DATA expConst<>+64(SB)/8, $0x3ebc6af84b912394 // C0
+DATA expConst<>+72(SB)/8, $0x3ebc6af84b912394
+DATA expConst<>+80(SB)/8, $0x3ebc6af84b912394
+DATA expConst<>+88(SB)/8, $0x3ebc6af84b912394
+DATA expConst<>+96(SB)/8, $0x3f2ebfce50fac4f3 // C1
+DATA expConst<>+104(SB)/8, $0x3f2ebfce50fac4f3
+DATA expConst<>+112(SB)/8, $0x3f2ebfce50fac4f3
+DATA expConst<>+120(SB)/8, $0x3f2ebfce50fac4f3
+DATA expConst<>+128(SB)/8, $0x3f962e42ff0c52d6 // C2
+DATA expConst<>+136(SB)/8, $0x3f962e42ff0c52d6
+DATA expConst<>+144(SB)/8, $0x3f962e42ff0c52d6
+DATA expConst<>+152(SB)/8, $0x3f962e42ff0c52d6
+DATA expConst<>+160(SB)/8, $0x3ff0000000000000 // one
+DATA expConst<>+168(SB)/8, $0x3ff0000000000000
+DATA expConst<>+176(SB)/8, $0x3ff0000000000000
+DATA expConst<>+184(SB)/8, $0x3ff0000000000000
+DATA expConst<>+192(SB)/8, $31 // 31 (int64)
+DATA expConst<>+200(SB)/8, $31
+DATA expConst<>+208(SB)/8, $31
+DATA expConst<>+216(SB)/8, $31
+DATA expConst<>+224(SB)/8, $16 // 16 (int64)
+DATA expConst<>+232(SB)/8, $16
+DATA expConst<>+240(SB)/8, $16
+DATA expConst<>+248(SB)/8, $16
+GLOBL expConst<>(SB), RODATA|NOPTR, $256
+
+// glibc's float32 bounds and their results, eight lanes each, 32 bytes
+// apart.
+DATA expBound<>+0(SB)/4, $0x42b17217 // x > 0x1.62e42ep6: +Inf
+DATA expBound<>+4(SB)/4, $0x42b17217
+DATA expBound<>+8(SB)/4, $0x42b17217
+DATA expBound<>+12(SB)/4, $0x42b17217
+DATA expBound<>+16(SB)/4, $0x42b17217
+DATA expBound<>+20(SB)/4, $0x42b17217
+DATA expBound<>+24(SB)/4, $0x42b17217
+DATA expBound<>+28(SB)/4, $0x42b17217
+DATA expBound<>+32(SB)/4, $0xc2ce8ecf // x < -0x1.9d1d9ep6: least subnormal
+DATA expBound<>+36(SB)/4, $0xc2ce8ecf
+DATA expBound<>+40(SB)/4, $0xc2ce8ecf
+DATA expBound<>+44(SB)/4, $0xc2ce8ecf
+DATA expBound<>+48(SB)/4, $0xc2ce8ecf
+DATA expBound<>+52(SB)/4, $0xc2ce8ecf
+DATA expBound<>+56(SB)/4, $0xc2ce8ecf
+DATA expBound<>+60(SB)/4, $0xc2ce8ecf
+DATA expBound<>+64(SB)/4, $0xc2cff1b4 // x < -0x1.9fe368p6: 0
+DATA expBound<>+68(SB)/4, $0xc2cff1b4
+DATA expBound<>+72(SB)/4, $0xc2cff1b4
+DATA expBound<>+76(SB)/4, $0xc2cff1b4
+DATA expBound<>+80(SB)/4, $0xc2cff1b4
+DATA expBound<>+84(SB)/4, $0xc2cff1b4
+DATA expBound<>+88(SB)/4, $0xc2cff1b4
+DATA expBound<>+92(SB)/4, $0xc2cff1b4
+DATA expBound<>+96(SB)/4, $0x7f800000 // +Inf
+DATA expBound<>+100(SB)/4, $0x7f800000
+DATA expBound<>+104(SB)/4, $0x7f800000
+DATA expBound<>+108(SB)/4, $0x7f800000
+DATA expBound<>+112(SB)/4, $0x7f800000
+DATA expBound<>+116(SB)/4, $0x7f800000
+DATA expBound<>+120(SB)/4, $0x7f800000
+DATA expBound<>+124(SB)/4, $0x7f800000
+DATA expBound<>+128(SB)/4, $0x00000001 // 0x1p-149
+DATA expBound<>+132(SB)/4, $0x00000001
+DATA expBound<>+136(SB)/4, $0x00000001
+DATA expBound<>+140(SB)/4, $0x00000001
+DATA expBound<>+144(SB)/4, $0x00000001
+DATA expBound<>+148(SB)/4, $0x00000001
+DATA expBound<>+152(SB)/4, $0x00000001
+DATA expBound<>+156(SB)/4, $0x00000001
+GLOBL expBound<>(SB), RODATA|NOPTR, $160
+
+// EXPF4 computes glibc's expf of the four float32 at off(DI) into OUT (an
+// XMM register) in four float64 lanes. Y8-Y14 hold InvLn2N, shift, C0, C1,
+// C2, 1 and 31 (see the prologue), BX the table; Y0-Y7 are temporaries.
+#define EXPF4(off, OUT) \
+	VCVTPS2PD off(DI), Y0; \
+	VMOVAPD Y9, Y1; \
+	VFMADD231PD Y0, Y8, Y1; \
+	VSUBPD Y9, Y1, Y2; \
+	VFMSUB231PD Y0, Y8, Y2; \
+	VPAND Y14, Y1, Y3; \
+	VPCMPEQQ Y4, Y4, Y4; \
+	VPGATHERQQ Y4, (BX)(Y3*8), Y5; \
+	VPSLLQ $47, Y1, Y1; \
+	VPADDQ Y1, Y5, Y5; \
+	VMOVAPD Y11, Y6; \
+	VFMADD231PD Y2, Y10, Y6; \
+	VMULPD Y2, Y2, Y7; \
+	VFMADD213PD Y13, Y12, Y2; \
+	VFMADD231PD Y7, Y6, Y2; \
+	VMULPD Y5, Y2, Y2; \
+	VCVTPD2PSY Y2, OUT
+
+// EXPSPECIAL8 blends glibc's special cases into the eight results in RES
+// (a YMM register) for the eight inputs at 0(DI), in glibc's order of
+// precedence: +Inf above the overflow bound, the least subnormal below
+// -103.28, 0 below -103.97 (also for -Inf), x+x for NaN. SI holds
+// expBound; Y0-Y2 are temporaries.
+#define EXPSPECIAL8(RES) \
+	VMOVUPS (DI), Y0; \
+	VCMPPS $0x1e, 0(SI), Y0, Y1; \
+	VBLENDVPS Y1, 96(SI), RES, RES; \
+	VCMPPS $0x11, 32(SI), Y0, Y1; \
+	VBLENDVPS Y1, 128(SI), RES, RES; \
+	VCMPPS $0x11, 64(SI), Y0, Y1; \
+	VANDNPS RES, Y1, RES; \
+	VCMPPS $3, Y0, Y0, Y1; \
+	VADDPS Y0, Y0, Y2; \
+	VBLENDVPS Y1, Y2, RES, RES
 
 // func exp32sAVX2(x *float32, n int)
-// n is a positive multiple of 8: x[i] = Exp32(x[i]), each operation as
-// Exp32 does it, four lanes of float64 at a time.
+// n is a positive multiple of 8: x[i] = Exp32(x[i]).
 TEXT ·exp32sAVX2(SB), NOSPLIT, $0-16
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), CX
 	LEAQ expConst<>(SB), AX
-	VBROADCASTSD 0(AX), Y8   // log2e
-	VBROADCASTSD 32(AX), Y9   // 256.5
-	VBROADCASTSD 64(AX), Y10  // 256
-	VBROADCASTSD 96(AX), Y11  // ln2
-	VPBROADCASTQ 384(AX), Y12  // 767
-	LEAQ expBound<>(SB), BX
-	VBROADCASTSS 0(BX), Y13   // -104
-	VBROADCASTSS 4(BX), Y14   // 89
-	VBROADCASTSS 8(BX), Y15   // +Inf
+	LEAQ expTab<>(SB), BX
+	LEAQ expBound<>(SB), SI
+	VMOVUPD 0(AX), Y8    // InvLn2N
+	VMOVUPD 32(AX), Y9   // shift
+	VMOVUPD 64(AX), Y10  // C0
+	VMOVUPD 96(AX), Y11  // C1
+	VMOVUPD 128(AX), Y12 // C2
+	VMOVUPD 160(AX), Y13 // 1
+	VMOVDQU 192(AX), Y14 // 31
 
 loop:
-	EXP4(0, Y0, X6)
-	EXP4(16, Y1, X7)
-	VINSERTF128 $1, X7, Y6, Y6  // the 8 results
-	VMOVUPS (DI), Y0
-	VCMPPS $0x1e, Y14, Y0, Y1     // x > 89
-	VBLENDVPS Y1, Y15, Y6, Y6     // +Inf there
-	VCMPPS $0x1e, Y13, Y0, Y1     // x > -104 (false for NaN)
-	VANDPS Y1, Y6, Y6             // 0 elsewhere
-	VCMPPS $3, Y0, Y0, Y1         // x is NaN
-	VBLENDVPS Y1, Y0, Y6, Y6      // x there
-	VMOVUPS Y6, (DI)
+	EXPF4(0, X15)
+	EXPF4(16, X6)
+	VINSERTF128 $1, X6, Y15, Y15 // the 8 results
+	EXPSPECIAL8(Y15)
+	VMOVUPS Y15, (DI)
 	ADDQ $32, DI
 	SUBQ $8, CX
 	JNZ loop
 	VZEROUPPER
 	RET
 
+// EXPF8 is EXPF4 for eight float32 at off(DI) in a ZMM register's eight
+// float64 lanes, with the table in registers: Z20-Z23 hold its four
+// quarters, VPERMI2PD picks from each half by k's low four bits, and bit
+// 4 of k chooses the half. X, K, R, T are its four registers (the result,
+// eight float32, ends in R's low half); Z24-Z30 hold InvLn2N, shift, C0,
+// C1, C2, 1 and 16.
+#define EXPF8(off, X, K, R, T, YR, M) \
+	VCVTPS2PD off(DI), X; \
+	VMOVAPD Z25, K; \
+	VFMADD231PD X, Z24, K; \
+	VSUBPD Z25, K, R; \
+	VFMSUB231PD X, Z24, R; \
+	VMOVDQA64 K, X; \
+	VPERMI2PD Z21, Z20, X; \
+	VMOVDQA64 K, T; \
+	VPERMI2PD Z23, Z22, T; \
+	VPTESTMQ Z30, K, M; \
+	VBLENDMPD T, X, M, X; \
+	VPSLLQ $47, K, K; \
+	VPADDQ K, X, X; \
+	VMOVAPD Z27, K; \
+	VFMADD231PD R, Z26, K; \
+	VMULPD R, R, T; \
+	VFMADD213PD Z29, Z28, R; \
+	VFMADD231PD T, K, R; \
+	VMULPD X, R, R; \
+	VCVTPD2PS R, YR
+
+// EXPSPECIAL16 is EXPSPECIAL8 for sixteen inputs at off(DI) and their
+// results in RES (a ZMM register), with the bounds in Z16-Z19 and Z31.
+#define EXPSPECIAL16(off, RES) \
+	VMOVUPS off(DI), Z0; \
+	VCMPPS $0x1e, Z16, Z0, K1; \
+	VMOVAPS Z19, K1, RES; \
+	VCMPPS $0x11, Z17, Z0, K2; \
+	VMOVAPS Z31, K2, RES; \
+	VCMPPS $0x05, Z18, Z0, K3; \
+	VMOVAPS.Z RES, K3, RES; \
+	VCMPPS $3, Z0, Z0, K4; \
+	VADDPS Z0, Z0, K4, RES
+
 // func exp32sAVX512(x *float32, n int)
-// n is a positive multiple of 32: x[i] = Exp32(x[i]), each operation as
-// Exp32 (and exp32sAVX2) does it, eight lanes of float64 a ZMM register and
-// four registers' chains side by side (the Horner steps are one dependent
-// chain per lane: one at a time leaves the cores waiting on latency).
+// n is a positive multiple of 32: x[i] = Exp32(x[i]), as exp32sAVX2 does
+// it, four chains of eight float64 lanes side by side (each is one long
+// dependent chain: one at a time leaves the cores waiting on latency).
 TEXT ·exp32sAVX512(SB), NOSPLIT, $0-16
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), CX
 	LEAQ expConst<>(SB), AX
-	VBROADCASTSD 0(AX), Z24   // log2e
-	VBROADCASTSD 32(AX), Z25  // 256.5
-	VBROADCASTSD 64(AX), Z26  // 256
-	VBROADCASTSD 96(AX), Z27  // ln2
-	VPBROADCASTQ 384(AX), Z28 // 767
-	LEAQ expBound<>(SB), BX
-	VBROADCASTSS 0(BX), Z29   // -104
-	VBROADCASTSS 4(BX), Z30   // 89
-	VBROADCASTSS 8(BX), Z31   // +Inf
+	LEAQ expTab<>(SB), BX
+	LEAQ expBound<>(SB), SI
+	VMOVUPD 0(BX), Z20
+	VMOVUPD 64(BX), Z21
+	VMOVUPD 128(BX), Z22
+	VMOVUPD 192(BX), Z23
+	VBROADCASTSD 0(AX), Z24   // InvLn2N
+	VBROADCASTSD 32(AX), Z25  // shift
+	VBROADCASTSD 64(AX), Z26  // C0
+	VBROADCASTSD 96(AX), Z27  // C1
+	VBROADCASTSD 128(AX), Z28 // C2
+	VBROADCASTSD 160(AX), Z29 // 1
+	VPBROADCASTQ 224(AX), Z30 // 16
+	VBROADCASTSS 0(SI), Z16   // overflow bound
+	VBROADCASTSS 32(SI), Z17  // least-subnormal bound
+	VBROADCASTSS 64(SI), Z18  // underflow bound
+	VBROADCASTSS 96(SI), Z19  // +Inf
+	VBROADCASTSS 128(SI), Z31 // least subnormal
 
 exp512loop:
-	VCVTPS2PD 0(DI), Z0
-	VCVTPS2PD 32(DI), Z1
-	VCVTPS2PD 64(DI), Z2
-	VCVTPS2PD 96(DI), Z3
-	VMULPD Z24, Z0, Z4
-	VMULPD Z24, Z1, Z5
-	VMULPD Z24, Z2, Z6
-	VMULPD Z24, Z3, Z7
-	VADDPD Z25, Z4, Z4
-	VADDPD Z25, Z5, Z5
-	VADDPD Z25, Z6, Z6
-	VADDPD Z25, Z7, Z7
-	VCVTTPD2DQ Z4, Y8
-	VCVTTPD2DQ Z5, Y9
-	VCVTTPD2DQ Z6, Y10
-	VCVTTPD2DQ Z7, Y11
-	VCVTDQ2PD Y8, Z12
-	VCVTDQ2PD Y9, Z13
-	VCVTDQ2PD Y10, Z14
-	VCVTDQ2PD Y11, Z15
-	VSUBPD Z26, Z12, Z12
-	VSUBPD Z26, Z13, Z13
-	VSUBPD Z26, Z14, Z14
-	VSUBPD Z26, Z15, Z15
-	VMULPD Z27, Z12, Z12
-	VMULPD Z27, Z13, Z13
-	VMULPD Z27, Z14, Z14
-	VMULPD Z27, Z15, Z15
-	VSUBPD Z12, Z0, Z16
-	VSUBPD Z13, Z1, Z17
-	VSUBPD Z14, Z2, Z18
-	VSUBPD Z15, Z3, Z19
-	VMULPD.BCST 128(AX), Z16, Z4
-	VMULPD.BCST 128(AX), Z17, Z5
-	VMULPD.BCST 128(AX), Z18, Z6
-	VMULPD.BCST 128(AX), Z19, Z7
-	VADDPD.BCST 160(AX), Z4, Z4
-	VADDPD.BCST 160(AX), Z5, Z5
-	VADDPD.BCST 160(AX), Z6, Z6
-	VADDPD.BCST 160(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 192(AX), Z4, Z4
-	VADDPD.BCST 192(AX), Z5, Z5
-	VADDPD.BCST 192(AX), Z6, Z6
-	VADDPD.BCST 192(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 224(AX), Z4, Z4
-	VADDPD.BCST 224(AX), Z5, Z5
-	VADDPD.BCST 224(AX), Z6, Z6
-	VADDPD.BCST 224(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 256(AX), Z4, Z4
-	VADDPD.BCST 256(AX), Z5, Z5
-	VADDPD.BCST 256(AX), Z6, Z6
-	VADDPD.BCST 256(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 288(AX), Z4, Z4
-	VADDPD.BCST 288(AX), Z5, Z5
-	VADDPD.BCST 288(AX), Z6, Z6
-	VADDPD.BCST 288(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 320(AX), Z4, Z4
-	VADDPD.BCST 320(AX), Z5, Z5
-	VADDPD.BCST 320(AX), Z6, Z6
-	VADDPD.BCST 320(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 352(AX), Z4, Z4
-	VADDPD.BCST 352(AX), Z5, Z5
-	VADDPD.BCST 352(AX), Z6, Z6
-	VADDPD.BCST 352(AX), Z7, Z7
-	VMULPD Z4, Z16, Z4
-	VMULPD Z5, Z17, Z5
-	VMULPD Z6, Z18, Z6
-	VMULPD Z7, Z19, Z7
-	VADDPD.BCST 352(AX), Z4, Z4
-	VADDPD.BCST 352(AX), Z5, Z5
-	VADDPD.BCST 352(AX), Z6, Z6
-	VADDPD.BCST 352(AX), Z7, Z7
-	VPMOVSXDQ Y8, Z12
-	VPMOVSXDQ Y9, Z13
-	VPMOVSXDQ Y10, Z14
-	VPMOVSXDQ Y11, Z15
-	VPADDQ Z28, Z12, Z12
-	VPADDQ Z28, Z13, Z13
-	VPADDQ Z28, Z14, Z14
-	VPADDQ Z28, Z15, Z15
-	VPSLLQ $52, Z12, Z12
-	VPSLLQ $52, Z13, Z13
-	VPSLLQ $52, Z14, Z14
-	VPSLLQ $52, Z15, Z15
-	VMULPD Z12, Z4, Z4
-	VMULPD Z13, Z5, Z5
-	VMULPD Z14, Z6, Z6
-	VMULPD Z15, Z7, Z7
-	VCVTPD2PS Z4, Y4
-	VCVTPD2PS Z5, Y5
-	VCVTPD2PS Z6, Y6
-	VCVTPD2PS Z7, Y7
-	VINSERTF64X4 $1, Y5, Z4, Z4
-	VINSERTF64X4 $1, Y7, Z6, Z6
-	VMOVUPS 0(DI), Z0
-	VCMPPS $0x1e, Z30, Z0, K1 // x > 89
-	VMOVAPS Z31, K1, Z4 // +Inf there
-	VCMPPS $0x1e, Z29, Z0, K2 // x > -104 (false for NaN)
-	VMOVAPS.Z Z4, K2, Z4 // 0 elsewhere
-	VCMPPS $3, Z0, Z0, K3 // x is NaN
-	VMOVAPS Z0, K3, Z4 // x there
-	VMOVUPS Z4, 0(DI)
-	VMOVUPS 64(DI), Z0
-	VCMPPS $0x1e, Z30, Z0, K1 // x > 89
-	VMOVAPS Z31, K1, Z6 // +Inf there
-	VCMPPS $0x1e, Z29, Z0, K2 // x > -104 (false for NaN)
-	VMOVAPS.Z Z6, K2, Z6 // 0 elsewhere
-	VCMPPS $3, Z0, Z0, K3 // x is NaN
-	VMOVAPS Z0, K3, Z6 // x there
-	VMOVUPS Z6, 64(DI)
+	EXPF8(0, Z0, Z4, Z8, Z12, Y8, K1)
+	EXPF8(32, Z1, Z5, Z9, Z13, Y9, K2)
+	EXPF8(64, Z2, Z6, Z10, Z14, Y10, K3)
+	EXPF8(96, Z3, Z7, Z11, Z15, Y11, K4)
+	VINSERTF64X4 $1, Y9, Z8, Z8
+	VINSERTF64X4 $1, Y11, Z10, Z10
+	EXPSPECIAL16(0, Z8)
+	EXPSPECIAL16(64, Z10)
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z10, 64(DI)
 	ADDQ $128, DI
 	SUBQ $32, CX
 	JNZ exp512loop

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "e2d191643a58b845"
+const kernelRevision = "4a272dcb8a6cda80"
