@@ -133,7 +133,10 @@ func hsumFloat8(x ymm) float32 {
 // q2KAVX2Steps is the AVX2 branch of ggml_vec_dot_q2_K_q8_K (ggml-cpu's
 // x86 quants.c, the build of the conformance pack) transcribed intrinsic
 // by intrinsic on emulated registers: a statement of the order that
-// shares no code with dotQ2_KQ8_KGo.
+// shares no code with dotQ2_KQ8_KGo. (Checked once, 2026-12-05: that
+// library's own ggml_vec_dot_q2_K_q8_K, called from C on 540 rows like
+// TestQ2_KDotAVX2Order's, gave dotQ2_KQ8_KGo's bits on all of them; the
+// previous order's on 329.)
 func q2KAVX2Steps(w, a []byte) float32 {
 	m3 := mmSet1Epi8(3)
 	m4 := mmSet1Epi8(0xf)
