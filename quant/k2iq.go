@@ -63,40 +63,54 @@ func dequantizeIQ4_XS(src []byte, dst []float32) {
 	}
 }
 
-// dotQ2_KQ8_KGo is ggml_vec_dot_q2_K_q8_K: per super-block of 256,
-// sum += d*dy*Σ_sub16 scale*Σ q2*q8 - dmin*dy*Σ_sub16 min*bsum, both
-// integer sums exact.
+// dotQ2_KQ8_KGo is ggml_vec_dot_q2_K_q8_K in the float order of its AVX2
+// branch (ggml-cpu's x86 quants.c), the build the conformance pack comes
+// from: eight float32 lanes acc, zero at first, and per super-block, with
+// d = dy*f16(x.d) and dmin = -dy*f16(x.dmin) (float32 products):
+//
+//   - prod_l = min[2l]*bsum[2l] + min[2l+1]*bsum[2l+1] (mins the high
+//     nibbles of the scale bytes, bsums Q8_K's 16 sums of 16),
+//     acc[l] = fma(dmin, prod_l, acc[l]);
+//   - sumi_l = Σ over the 8 chunks of 32 values (half h, shift j) of
+//     scale*q2*q8 for bytes 4l..4l+3 of the chunk (lanes 0..3 the first 16
+//     bytes, sub-block scale x.scales[8h+2j]&15, lanes 4..7 the second,
+//     scale x.scales[8h+2j+1]&15), acc[l] = fma(d, sumi_l, acc[l]);
+//
+// and the result is hsum8(acc). The integer lane sums are exact for any
+// bytes (|prod_l| ≤ 2·15·2^15, |sumi_l| ≤ 8·4·3·128·15, both exact in
+// float32 too), so only the float steps set the bits, and these are
+// ggml's: one integer a super-block scaled once, as before, differs from
+// llama.cpp's rows in the last bits.
 func dotQ2_KQ8_KGo(w, a []byte) float32 {
-	var sum float32
+	var acc [8]float32
 	nb := len(w) / q2_KBytes
 	for b := 0; b < nb; b++ {
 		x := (*[q2_KBytes]byte)(w[b*q2_KBytes:])
 		y := (*[q8_KBytes]byte)(a[b*q8_KBytes:])
-		var summs, isum int32
-		for j := 0; j < 16; j++ {
-			summs += int32(int16(le16(y[4+qkK+2*j:]))) * int32(x[j]>>4)
+		dy := f32At(y[0:])
+		d := dy * f16At(x[80:])
+		dmin := -dy * f16At(x[82:])
+		for l := 0; l < 8; l++ {
+			prod := int32(x[2*l]>>4)*int32(int16(le16(y[4+qkK+4*l:]))) +
+				int32(x[2*l+1]>>4)*int32(int16(le16(y[4+qkK+4*l+2:])))
+			acc[l] = fma32(dmin, float32(prod), acc[l])
 		}
+		var sumi [8]int32
 		for h := 0; h < 2; h++ {
 			q2 := (*[32]byte)(x[16+32*h:])
 			for j := 0; j < 4; j++ {
 				q8 := (*[32]byte)(y[4+128*h+32*j:])
-				shift := 2 * j
-				var s0, s1 int32
-				for l := 0; l < 16; l++ {
-					s0 += int32(int8(q8[l])) * int32(q2[l]>>shift&3)
-					s1 += int32(int8(q8[16+l])) * int32(q2[16+l]>>shift&3)
+				for l := 0; l < 32; l++ {
+					sc := int32(x[8*h+2*j+l/16] & 0xf)
+					sumi[l/4] += sc * int32(q2[l]>>(2*j)&3) * int32(int8(q8[l]))
 				}
-				isum += int32(x[8*h+2*j]&0xf)*s0 + int32(x[8*h+2*j+1]&0xf)*s1
 			}
 		}
-		dy := f32At(y[0:])
-		dall := dy * f16At(x[80:])
-		dmin := dy * f16At(x[82:])
-		// ggml's sumf += dall*isum - dmin*summs, each product rounded
-		// alone (no FMADD on arm64).
-		sum += float32(dall*float32(isum)) - float32(dmin*float32(summs))
+		for l := 0; l < 8; l++ {
+			acc[l] = fma32(d, float32(sumi[l]), acc[l])
+		}
 	}
-	return sum
+	return hsum8(&acc)
 }
 
 // dotIQ4_XSQ8_KGo is ggml_vec_dot_iq4_xs_q8_K with the sub-block sums

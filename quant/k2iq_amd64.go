@@ -27,6 +27,9 @@ var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 // for one row costs more than it saves), more take the batched row kernel
 // f on gemmK35's tiling. Both give every output the twin's bits.
 func gemmK2IQ(dot func(w, a *byte, nb int) float32, f k35RowFunc, bs int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	if k35Acts > 16 {
+		panic("quant: q2kRowAVX2 keeps at most 16 activation rows' lanes")
+	}
 	nb := rb / bs
 	if n != 1 || nb == 0 || lo >= hi {
 		gemmK35(f, nil, bs, w, rb, lo, hi, a, arb, n, y, ys)

@@ -5,8 +5,9 @@
 // AVX2 dot products of Q2_K and IQ4_XS weights with Q8_K activations; Go
 // twins dotQ2_KQ8_KGo and dotIQ4_XSQ8_KGo in k2iq.go. Each super-block's
 // integer sums are exact (in int32 lanes, which wrap as the twins' int32
-// does), then scaled and added in scalar float32 ops in the twins' order,
-// each rounded alone: the results are the twins' bits.
+// does), then scaled and added in the twins' float32 ops and order: for
+// Q2_K eight lanes of fused multiply-adds (ggml's AVX2 order), for IQ4_XS
+// scalar ops each rounded alone. The results are the twins' bits.
 
 // HSUMD leaves the sum of the eight int32 lanes of y in every lane of x
 // (the lower half of y), using t.
@@ -77,11 +78,18 @@ GLOBL q2ksc<>(SB), RODATA|NOPTR, $256
 	Q2K_STEP(6, act+96, m+96)
 
 // func dotQ2_KQ8_KAVX2(w, a *byte, nb int) float32
+//
+// Y0 is the twin's eight float32 lanes acc. Per super-block, VPMADDWD of
+// the 16 mins against the 16 bsums leaves prod_l in int32 lane l, and
+// each Q2K_STEP's VPMADDWD leaves lane l the scaled sum of bytes 4l..4l+3
+// of its 32 values (scale 2m in the low lane, 2m+1 in the high): Y8's
+// lanes are the twin's sumi_l, both exact. Then the twin's two fused
+// multiply-adds, lane by lane, and hsum_float_8's adds at the end.
 TEXT ·dotQ2_KQ8_KAVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), SI
 	MOVQ   a+8(FP), DI
 	MOVQ   nb+16(FP), CX
-	VXORPS X0, X0, X0
+	VXORPS Y0, Y0, Y0
 	MOVL   $0x03030303, AX
 	VMOVD  AX, X15
 	VPBROADCASTD X15, Y15
@@ -90,42 +98,48 @@ TEXT ·dotQ2_KQ8_KAVX2(SB), NOSPLIT, $0-28
 	VPBROADCASTD X14, Y14
 
 q2kloop:
-	// Mins: Σ_j (scale byte j >> 4) * bsums[j] in Y9.
+	// [f16 d, f16 dmin] times dy: d in every lane of Y6, dy*f16(dmin) in
+	// every lane of Y7 (its negation, the twin's dmin, goes into the
+	// VFNMADD: -(dy*dmin)*p + acc rounds as fma(-dy*dmin, p, acc)).
+	VMOVD        80(SI), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS 0(DI), X6
+	VMULPS       X6, X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVSHDUP    X5, X7
+	VBROADCASTSS X7, Y7
+
+	// Mins: prod_l = min 2l * bsum 2l + min 2l+1 * bsum 2l+1 in lane l
+	// of Y9; acc += dmin * prod.
 	VMOVDQU   0(SI), X1
 	VPSRLW    $4, X1, X2
 	VPAND     X14, X2, X2
 	VPMOVZXBW X2, Y9
 	VPMADDWD  260(DI), Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VFNMADD231PS Y7, Y9, Y0
+
+	// sumi in Y8's lanes; acc += d * sumi.
 	VBROADCASTI128 0(SI), Y2
 	VPAND     Y14, Y2, Y2
 	VPXOR     Y8, Y8, Y8
 	Q2K_HALF(16, 4, 0)
 	Q2K_HALF(48, 132, 128)
-
-	// [isum, summs] as float32 in X8's lanes 0 and 1.
-	VEXTRACTI128 $1, Y8, X4
-	VPADDD       X4, X8, X8
-	VEXTRACTI128 $1, Y9, X4
-	VPADDD       X4, X9, X9
-	VPHADDD      X9, X8, X8
-	VPHADDD      X8, X8, X8
-	VCVTDQ2PS    X8, X8
-
-	// [dy*d, dy*dmin], then the products with [isum, summs], each
-	// rounded alone; sum += t1 - t2.
-	VMOVD        80(SI), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS 0(DI), X6
-	VMULPS       X6, X5, X5
-	VMULPS       X5, X8, X8
-	VMOVSHDUP    X8, X7
-	VSUBSS       X7, X8, X8
-	VADDSS       X8, X0, X0
+	VCVTDQ2PS    Y8, Y8
+	VFMADD231PS  Y6, Y8, Y0
 
 	ADDQ $84, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q2kloop
+
+	// hsum_float_8: r_i = acc[4+i] + acc[i], then (r0+r2) + (r1+r3).
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X0, X1, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET

@@ -9,7 +9,9 @@
 // whole super-blocks. A super-block's integer sums are exact (int16 lanes
 // hold at most 4·45·128 for Q2_K, 2·127·128 for IQ4_XS; int32 lanes wrap
 // as the twins' int32 does); the float32 steps are the twins', in their
-// order, each rounded alone: the results are the twins' bits.
+// order: for Q2_K ggml's eight AVX2 lanes (lane l in v0 lane l for l < 4,
+// in v1 lane l-4) and their fused multiply-adds, for IQ4_XS scalar ops
+// each rounded alone. The results are the twins' bits.
 // Instructions the Go assembler has no mnemonic for are WORDs, encoded by
 // llvm-mc (-triple=aarch64 -mattr=+dotprod) from the text in their
 // comments.
@@ -20,10 +22,12 @@ TEXT ·dotQ2_KQ8_KSDOT(SB), NOSPLIT, $0-28
 	MOVD a+8(FP), R1
 	MOVD nb+16(FP), R2
 	WORD $0x6f00e400 // movi v0.2d, #0
+	WORD $0x6f00e401 // movi v1.2d, #0
 	WORD $0x4f00e47f // movi v31.16b, #3
 	WORD $0x4f00e5fe // movi v30.16b, #15
 dotQ2_KQ8_KSDOTloop:
-	// Mins: Σ_j (scale byte j >> 4) * bsums[j] in v24's lanes.
+	// Mins: prod_l = min 2l * bsum 2l + min 2l+1 * bsum 2l+1, lanes
+	// 0..3 in v24, 4..7 in v19 (ggml's VPMADDWD lanes).
 	VLD1 (R0), [V16.B16]
 	ADD $260, R1, R3
 	VLD1 (R3), [V20.B16, V21.B16]
@@ -32,12 +36,17 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x2f08a656 // uxtl v22.8h, v18.8b
 	WORD $0x6f08a657 // uxtl2 v23.8h, v18.16b
 	WORD $0x0e74c2d8 // smull v24.4s, v22.4h, v20.4h
-	WORD $0x4e7482d8 // smlal2 v24.4s, v22.8h, v20.8h
-	WORD $0x0e7582f8 // smlal v24.4s, v23.4h, v21.4h
-	WORD $0x4e7582f8 // smlal2 v24.4s, v23.8h, v21.8h
-	// Σ (q2*scale)*q8 in v25: q2*scale ≤ 45 is a positive int8, so the
-	// products take each sub-block's scale along.
+	WORD $0x4e74c2dc // smull2 v28.4s, v22.8h, v20.8h
+	WORD $0x4ebcbf18 // addp v24.4s, v24.4s, v28.4s
+	WORD $0x0e75c2f3 // smull v19.4s, v23.4h, v21.4h
+	WORD $0x4e75c2fd // smull2 v29.4s, v23.8h, v21.8h
+	WORD $0x4ebdbe73 // addp v19.4s, v19.4s, v29.4s
+	// sumi: (q2*scale)*q8 (q2*scale ≤ 45 a positive int8, so the
+	// products take each sub-block's scale along); SDOT's lane i sums
+	// bytes 4i..4i+3, ggml's lane order: each chunk's first 16 bytes
+	// into v25 (lanes 0..3), its second 16 into v11 (lanes 4..7).
 	WORD $0x6f00e419 // movi v25.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
 	ADD $16, R0, R4
 	ADD $4, R1, R3
 	VLD1.P 32(R4), [V2.B16, V3.B16]
@@ -51,7 +60,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	WORD $0x6f0e0444 // ushr v4.16b, v2.16b, #2
 	WORD $0x6f0e0465 // ushr v5.16b, v3.16b, #2
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -62,7 +71,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
 	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -73,7 +82,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	WORD $0x6f0a0444 // ushr v4.16b, v2.16b, #6
 	WORD $0x6f0a0465 // ushr v5.16b, v3.16b, #6
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -84,7 +93,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	// Half 1: qs bytes 48..79, activations 132..259.
 	WORD $0x4e3f1f44 // and v4.16b, v26.16b, v31.16b
 	WORD $0x4e3f1f65 // and v5.16b, v27.16b, v31.16b
@@ -94,7 +103,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	WORD $0x6f0e0744 // ushr v4.16b, v26.16b, #2
 	WORD $0x6f0e0765 // ushr v5.16b, v27.16b, #2
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -105,7 +114,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	WORD $0x6f0c0744 // ushr v4.16b, v26.16b, #4
 	WORD $0x6f0c0765 // ushr v5.16b, v27.16b, #4
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -116,7 +125,7 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
 	WORD $0x6f0a0744 // ushr v4.16b, v26.16b, #6
 	WORD $0x6f0a0765 // ushr v5.16b, v27.16b, #6
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -127,12 +136,13 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x4e889499 // sdot v25.4s, v4.16b, v8.16b
-	WORD $0x4e8994b9 // sdot v25.4s, v5.16b, v9.16b
-	WORD $0x4eb1bb39 // addv s25, v25.4s
-	WORD $0x4eb1bb18 // addv s24, v24.4s
-	WORD $0x5e21db39 // scvtf s25, s25
-	WORD $0x5e21db18 // scvtf s24, s24
-	// sum += float32(dy*d * isum) - float32(dy*dmin * summs).
+	WORD $0x4e8994ab // sdot v11.4s, v5.16b, v9.16b
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD $0x4e21d96b // scvtf v11.4s, v11.4s
+	// d = dy*f16(d), dy*f16(dmin); acc -= (dy*dmin)*prod (FMLS rounds as
+	// the twin's fma(-dy*dmin, prod, acc)), then acc += d*sumi, fused.
 	FMOVS (R1), F26
 	MOVHU 80(R0), R4
 	FMOVS R4, F27
@@ -142,15 +152,20 @@ dotQ2_KQ8_KSDOTloop:
 	WORD $0x1ee2439c // fcvt s28, h28
 	FMULS F26, F27, F27
 	FMULS F26, F28, F28
-	FMULS F27, F25, F25
-	FMULS F28, F24, F24
-	FSUBS F24, F25, F25
-	FADDS F25, F0, F0
+	WORD $0x4f9c5300 // fmls v0.4s, v24.4s, v28.s[0]
+	WORD $0x4f9c5261 // fmls v1.4s, v19.4s, v28.s[0]
+	WORD $0x4f9b1320 // fmla v0.4s, v25.4s, v27.s[0]
+	WORD $0x4f9b1161 // fmla v1.4s, v11.4s, v27.s[0]
 	ADD $84, R0
 	ADD $292, R1
 	SUBS $1, R2
 	BNE dotQ2_KQ8_KSDOTloop
-	FMOVS F0, ret+24(FP)
+	// hsum_float_8: r_i = acc[4+i] + acc[i], then (r0+r2) + (r1+r3).
+	WORD $0x4e20d422 // fadd v2.4s, v1.4s, v0.4s
+	WORD $0x6e024043 // ext v3.16b, v2.16b, v2.16b, #8
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x7e30d842 // faddp s2, v2.2s
+	FMOVS F2, ret+24(FP)
 	RET
 
 // func dotQ2_KQ8_KASIMD(w, a *byte, nb int) float32
@@ -159,10 +174,12 @@ TEXT ·dotQ2_KQ8_KASIMD(SB), NOSPLIT, $0-28
 	MOVD a+8(FP), R1
 	MOVD nb+16(FP), R2
 	WORD $0x6f00e400 // movi v0.2d, #0
+	WORD $0x6f00e401 // movi v1.2d, #0
 	WORD $0x4f00e47f // movi v31.16b, #3
 	WORD $0x4f00e5fe // movi v30.16b, #15
 dotQ2_KQ8_KASIMDloop:
-	// Mins: Σ_j (scale byte j >> 4) * bsums[j] in v24's lanes.
+	// Mins: prod_l = min 2l * bsum 2l + min 2l+1 * bsum 2l+1, lanes
+	// 0..3 in v24, 4..7 in v19 (ggml's VPMADDWD lanes).
 	VLD1 (R0), [V16.B16]
 	ADD $260, R1, R3
 	VLD1 (R3), [V20.B16, V21.B16]
@@ -171,12 +188,16 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x2f08a656 // uxtl v22.8h, v18.8b
 	WORD $0x6f08a657 // uxtl2 v23.8h, v18.16b
 	WORD $0x0e74c2d8 // smull v24.4s, v22.4h, v20.4h
-	WORD $0x4e7482d8 // smlal2 v24.4s, v22.8h, v20.8h
-	WORD $0x0e7582f8 // smlal v24.4s, v23.4h, v21.4h
-	WORD $0x4e7582f8 // smlal2 v24.4s, v23.8h, v21.8h
-	// Σ (q2*scale)*q8 in v25: q2*scale ≤ 45 is a positive int8, so the
-	// products take each sub-block's scale along.
-	WORD $0x6f00e419 // movi v25.2d, #0
+	WORD $0x4e74c2dc // smull2 v28.4s, v22.8h, v20.8h
+	WORD $0x4ebcbf18 // addp v24.4s, v24.4s, v28.4s
+	WORD $0x0e75c2f3 // smull v19.4s, v23.4h, v21.4h
+	WORD $0x4e75c2fd // smull2 v29.4s, v23.8h, v21.8h
+	WORD $0x4ebdbe73 // addp v19.4s, v19.4s, v29.4s
+	// sumi: (q2*scale)*q8 (q2*scale ≤ 45 a positive int8, so the
+	// products take each sub-block's scale along), widened to int16
+	// by byte position over a half's four chunks (at most 4·45·128):
+	// v10, v12 bytes 0..7 and 8..15 of each chunk's first 16, v13, v14
+	// of its second 16; pairs then go to int32 in v15, v28, v29, v11.
 	ADD $16, R0, R4
 	ADD $4, R1, R3
 	VLD1.P 32(R4), [V2.B16, V3.B16]
@@ -190,10 +211,9 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x4e28c08c // smull2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ae // smull2 v14.8h, v5.16b, v9.16b
 	WORD $0x6f0e0444 // ushr v4.16b, v2.16b, #2
 	WORD $0x6f0e0465 // ushr v5.16b, v3.16b, #2
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -203,11 +223,10 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e269c84 // mul v4.16b, v4.16b, v6.16b
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
-	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x0e28808a // smlal v10.8h, v4.8b, v8.8b
+	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e2980ad // smlal v13.8h, v5.8b, v9.8b
+	WORD $0x4e2980ae // smlal2 v14.8h, v5.16b, v9.16b
 	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
 	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -217,11 +236,10 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e269c84 // mul v4.16b, v4.16b, v6.16b
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
-	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x0e28808a // smlal v10.8h, v4.8b, v8.8b
+	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e2980ad // smlal v13.8h, v5.8b, v9.8b
+	WORD $0x4e2980ae // smlal2 v14.8h, v5.16b, v9.16b
 	WORD $0x6f0a0444 // ushr v4.16b, v2.16b, #6
 	WORD $0x6f0a0465 // ushr v5.16b, v3.16b, #6
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -231,11 +249,14 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e269c84 // mul v4.16b, v4.16b, v6.16b
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
-	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x0e28808a // smlal v10.8h, v4.8b, v8.8b
+	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e2980ad // smlal v13.8h, v5.8b, v9.8b
+	WORD $0x4e2980ae // smlal2 v14.8h, v5.16b, v9.16b
+	WORD $0x4e60294f // saddlp v15.4s, v10.8h
+	WORD $0x4e60299c // saddlp v28.4s, v12.8h
+	WORD $0x4e6029bd // saddlp v29.4s, v13.8h
+	WORD $0x4e6029cb // saddlp v11.4s, v14.8h
 	// Half 1: qs bytes 48..79, activations 132..259.
 	WORD $0x4e3f1f44 // and v4.16b, v26.16b, v31.16b
 	WORD $0x4e3f1f65 // and v5.16b, v27.16b, v31.16b
@@ -245,10 +266,9 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
 	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x4e28c08c // smull2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ae // smull2 v14.8h, v5.16b, v9.16b
 	WORD $0x6f0e0744 // ushr v4.16b, v26.16b, #2
 	WORD $0x6f0e0765 // ushr v5.16b, v27.16b, #2
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -258,11 +278,10 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e269c84 // mul v4.16b, v4.16b, v6.16b
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
-	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x0e28808a // smlal v10.8h, v4.8b, v8.8b
+	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e2980ad // smlal v13.8h, v5.8b, v9.8b
+	WORD $0x4e2980ae // smlal2 v14.8h, v5.16b, v9.16b
 	WORD $0x6f0c0744 // ushr v4.16b, v26.16b, #4
 	WORD $0x6f0c0765 // ushr v5.16b, v27.16b, #4
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -272,11 +291,10 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e269c84 // mul v4.16b, v4.16b, v6.16b
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
-	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
+	WORD $0x0e28808a // smlal v10.8h, v4.8b, v8.8b
+	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e2980ad // smlal v13.8h, v5.8b, v9.8b
+	WORD $0x4e2980ae // smlal2 v14.8h, v5.16b, v9.16b
 	WORD $0x6f0a0744 // ushr v4.16b, v26.16b, #6
 	WORD $0x6f0a0765 // ushr v5.16b, v27.16b, #6
 	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
@@ -286,16 +304,23 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x4e269c84 // mul v4.16b, v4.16b, v6.16b
 	WORD $0x4e279ca5 // mul v5.16b, v5.16b, v7.16b
 	VLD1.P 32(R3), [V8.B16, V9.B16]
-	WORD $0x0e28c08a // smull v10.8h, v4.8b, v8.8b
-	WORD $0x4e28808a // smlal2 v10.8h, v4.16b, v8.16b
-	WORD $0x0e2980aa // smlal v10.8h, v5.8b, v9.8b
-	WORD $0x4e2980aa // smlal2 v10.8h, v5.16b, v9.16b
-	WORD $0x4e606959 // sadalp v25.4s, v10.8h
-	WORD $0x4eb1bb39 // addv s25, v25.4s
-	WORD $0x4eb1bb18 // addv s24, v24.4s
-	WORD $0x5e21db39 // scvtf s25, s25
-	WORD $0x5e21db18 // scvtf s24, s24
-	// sum += float32(dy*d * isum) - float32(dy*dmin * summs).
+	WORD $0x0e28808a // smlal v10.8h, v4.8b, v8.8b
+	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
+	WORD $0x0e2980ad // smlal v13.8h, v5.8b, v9.8b
+	WORD $0x4e2980ae // smlal2 v14.8h, v5.16b, v9.16b
+	WORD $0x4e60694f // sadalp v15.4s, v10.8h
+	WORD $0x4e60699c // sadalp v28.4s, v12.8h
+	WORD $0x4e6069bd // sadalp v29.4s, v13.8h
+	WORD $0x4e6069cb // sadalp v11.4s, v14.8h
+	// Lane l: bytes 4l..4l+3 (v15, v28 pairs of bytes 0..7, 8..15).
+	WORD $0x4ebcbdf9 // addp v25.4s, v15.4s, v28.4s
+	WORD $0x4eabbfab // addp v11.4s, v29.4s, v11.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD $0x4e21d96b // scvtf v11.4s, v11.4s
+	// d = dy*f16(d), dy*f16(dmin); acc -= (dy*dmin)*prod (FMLS rounds as
+	// the twin's fma(-dy*dmin, prod, acc)), then acc += d*sumi, fused.
 	FMOVS (R1), F26
 	MOVHU 80(R0), R4
 	FMOVS R4, F27
@@ -305,15 +330,20 @@ dotQ2_KQ8_KASIMDloop:
 	WORD $0x1ee2439c // fcvt s28, h28
 	FMULS F26, F27, F27
 	FMULS F26, F28, F28
-	FMULS F27, F25, F25
-	FMULS F28, F24, F24
-	FSUBS F24, F25, F25
-	FADDS F25, F0, F0
+	WORD $0x4f9c5300 // fmls v0.4s, v24.4s, v28.s[0]
+	WORD $0x4f9c5261 // fmls v1.4s, v19.4s, v28.s[0]
+	WORD $0x4f9b1320 // fmla v0.4s, v25.4s, v27.s[0]
+	WORD $0x4f9b1161 // fmla v1.4s, v11.4s, v27.s[0]
 	ADD $84, R0
 	ADD $292, R1
 	SUBS $1, R2
 	BNE dotQ2_KQ8_KASIMDloop
-	FMOVS F0, ret+24(FP)
+	// hsum_float_8: r_i = acc[4+i] + acc[i], then (r0+r2) + (r1+r3).
+	WORD $0x4e20d422 // fadd v2.4s, v1.4s, v0.4s
+	WORD $0x6e024043 // ext v3.16b, v2.16b, v2.16b, #8
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x7e30d842 // faddp s2, v2.2s
+	FMOVS F2, ret+24(FP)
 	RET
 
 // iq4kvarm<> is kvaluesIQ4NL, the TBL table.

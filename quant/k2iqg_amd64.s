@@ -4,11 +4,12 @@
 
 // Batched AVX2 row kernels for Q2_K and IQ4_XS (gemmK through gemmK35's
 // tiling): one weight row's super-block is unpacked once into registers
-// and applied to every one of c activation rows, four at a time (their
-// sums reduced together) and the rest one by one. Each output's integer
-// sums per super-block are exact, then scaled and added in float32 ops
-// (scalar, or lane by lane for a group of four) in the order of the twins (dotQ2_KQ8_KGo, dotIQ4_XSQ8_KGo), each
-// rounded alone: the outputs are the twins' bits.
+// and applied to every one of c activation rows, four at a time (for
+// IQ4_XS their sums reduced together) and the rest one by one. Each output's integer
+// sums per super-block are exact, then scaled and added in float32 ops in
+// the order of the twins (dotQ2_KQ8_KGo: eight lanes of fused
+// multiply-adds an output; dotIQ4_XSQ8_KGo: scalar, or lane by lane for a
+// group of four, each rounded alone): the outputs are the twins' bits.
 
 // IQ4G_SC broadcasts word k of the block's scales (at 256(SP)) to a whole
 // register and keeps it at 32k(SP) for the activation loop.
@@ -44,7 +45,7 @@
 	IQ4G4_ONE((4+32*k)(BX)(R8*2), v, k, Y14); \
 	IQ4G4_ONE((4+32*k)(BX)(AX*1), v, k, Y15)
 
-// Q2G4_ONE adds to acc the int32 pair sums of planes p0 and p1 against
+// Q2G4_ONE adds to acc the int32 lane sums of planes p0 and p1 against
 // the activations at act and act+32 (as Q2G_PAIR), using Y10 and Y11.
 #define Q2G4_ONE(act, act2, p0, p1, acc) \
 	VPMADDUBSW act, p0, Y10; \
@@ -105,6 +106,11 @@ DATA q2gmask<>+0x28(SB)/8, $0x0303030303030303
 DATA q2gmask<>+0x30(SB)/8, $0x0303030303030303
 DATA q2gmask<>+0x38(SB)/8, $0x0303030303030303
 GLOBL q2gmask<>(SB), RODATA|NOPTR, $64
+DATA q2gones<>+0x00(SB)/8, $0x0001000100010001
+DATA q2gones<>+0x08(SB)/8, $0x0001000100010001
+DATA q2gones<>+0x10(SB)/8, $0x0001000100010001
+DATA q2gones<>+0x18(SB)/8, $0x0001000100010001
+GLOBL q2gones<>(SB), RODATA|NOPTR, $32
 
 // Q2G_PLANE leaves in dst the 32 quants of bits shift..shift+1 of the qs
 // bytes in Y11, each times its sub-block's scale (pair m of q2gsc<>; the
@@ -116,9 +122,11 @@ GLOBL q2gmask<>(SB), RODATA|NOPTR, $64
 	VPSHUFB  q2gsc<>+m(SB), Y10, dst; \
 	VPMULLW  dst, Y12, dst
 
-// Q2G_PAIR adds to Y10 the int32 pair sums of planes p and p+1 (values
+// Q2G_PAIR adds to Y10 the int32 lane sums of planes p and p+1 (values
 // 32p.., activations at 4+32p(BX)): each VPMADDUBSW pair is within
-// ±2*45*128, two of them within ±23040, so the int16 sum is exact.
+// ±2*45*128, two of them within ±23040, so the int16 sum is exact, and
+// VPMADDWD against ones leaves int32 lane l the sum over bytes 4l..4l+3 of
+// both planes: ggml's sumi lanes (lanes 0..3 a plane's first sub-block).
 #define Q2G_PAIR(off, p0, p1) \
 	VPMADDUBSW off(BX), p0, Y11; \
 	VPMADDUBSW (off+32)(BX), p1, Y12; \
@@ -126,8 +134,31 @@ GLOBL q2gmask<>(SB), RODATA|NOPTR, $64
 	VPMADDWD   Y9, Y11, Y11; \
 	VPADDD     Y11, Y10, Y10
 
+// Q2G_FMA adds one activation row's super-block to its eight float32
+// lanes at (R14), the twin's steps: prod (the mins against the row's
+// bsums at 260(BX)) times dmin, then sumi (int32 lanes in s) times d, each
+// a fused multiply-add lane by lane. Y10 and Y11 are free.
+// -(dy*dmin)*p + acc rounds as the twin's fma(-dy*dmin, p, acc).
+#define Q2G_FMA(s) \
+	VPMADDWD     260(BX), Y8, Y11; \
+	VCVTDQ2PS    Y11, Y11; \
+	VBROADCASTSS 0(BX), Y10; \
+	VMULPS       544(SP), Y10, Y10; \
+	VFNMADD213PS (R14), Y10, Y11; \
+	VBROADCASTSS 0(BX), Y10; \
+	VMULPS       512(SP), Y10, Y10; \
+	VCVTDQ2PS    s, s; \
+	VFMADD231PS  Y10, s, Y11; \
+	VMOVUPS      Y11, (R14)
+
 // func q2kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·q2kRowAVX2(SB), NOSPLIT, $16-56
+//
+// c ≤ 16 (gemmK2IQ checks): each activation row keeps the twin's eight
+// float32 lanes at 32i(SP) across the super-blocks, reduced in
+// hsum_float_8's order into y at the end, so a row's bits do not depend
+// on which rows share its batch. 512(SP) holds f16 d and 544(SP) f16 dmin
+// of the current super-block, each in all eight lanes.
+TEXT ·q2kRowAVX2(SB), NOSPLIT, $576-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -137,33 +168,35 @@ TEXT ·q2kRowAVX2(SB), NOSPLIT, $16-56
 	SHLQ $2, R9
 	MOVQ c+48(FP), R10
 
-	MOVQ DX, R13
-	MOVQ R10, R11
-	XORL AX, AX
+	VXORPS Y0, Y0, Y0
+	MOVQ   SP, R14
+	MOVQ   R10, R11
 q2gclear:
-	MOVL AX, (R13)
-	ADDQ R9, R13
-	DECQ R11
-	JNZ  q2gclear
+	VMOVUPS Y0, (R14)
+	ADDQ    $32, R14
+	DECQ    R11
+	JNZ     q2gclear
 
-	MOVL         $0x00010001, AX
-	VMOVD        AX, X9
-	VPBROADCASTD X9, Y9
-	// AX = 3*arb, R12 = 3*ys*4 for the groups of four activation rows.
-	LEAQ (R8)(R8*2), AX
-	LEAQ (R9)(R9*2), R12
+	// AX = 3*arb for the groups of four activation rows.
+	LEAQ    (R8)(R8*2), AX
+	VMOVDQU q2gones<>(SB), Y9
 
 q2gblock:
-	// Mins (high nibbles) as int16 in Y8; [d, dmin] in X13 and at 0(SP).
-	VMOVDQU   q2gmask<>(SB), Y14
-	VMOVDQU   q2gmask<>+32(SB), Y15
-	VMOVDQU   0(SI), X12
-	VPSRLW    $4, X12, X12
-	VPAND     X14, X12, X12
-	VPMOVZXBW X12, Y8
-	VMOVD     80(SI), X13
-	VCVTPH2PS X13, X13
-	VMOVQ     X13, 0(SP)
+	// Mins (high nibbles) as int16 in Y8; f16 d and dmin broadcast to
+	// 512(SP) and 544(SP).
+	VMOVDQU      q2gmask<>(SB), Y14
+	VMOVDQU      q2gmask<>+32(SB), Y15
+	VMOVDQU      0(SI), X12
+	VPSRLW       $4, X12, X12
+	VPAND        X14, X12, X12
+	VPMOVZXBW    X12, Y8
+	VMOVD        80(SI), X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y12
+	VMOVUPS      Y12, 512(SP)
+	VMOVSHDUP    X13, X13
+	VBROADCASTSS X13, Y12
+	VMOVUPS      Y12, 544(SP)
 
 	// Planes q*scale in Y0..Y7: plane m = 4h+j is values 128h+32j.., bits
 	// 2j of qs bytes 32h..32h+31, sub-blocks 2m and 2m+1.
@@ -181,14 +214,14 @@ q2gblock:
 	Q2G_PLANE(6, 0xe0, Y7)
 
 	MOVQ DI, BX
-	MOVQ DX, R13
+	MOVQ SP, R14
 	MOVQ R10, R11
 	CMPQ R11, $4
 	JLT  q2gtail
 
 q2g4:
-	// Four activation rows: isums in lanes 0..3 of X12, summs in X13,
-	// then the twin's float steps lane by lane, each rounded alone.
+	// Four activation rows: sumi lanes in Y12..Y15, then each row's
+	// float steps.
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	VPXOR Y14, Y14, Y14
@@ -197,49 +230,19 @@ q2g4:
 	Q2G4_PAIR(68, Y2, Y3)
 	Q2G4_PAIR(132, Y4, Y5)
 	Q2G4_PAIR(196, Y6, Y7)
-	VPHADDD      Y13, Y12, Y12
-	VPHADDD      Y15, Y14, Y14
-	VPHADDD      Y14, Y12, Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPADDD       X13, X12, X12
-	VCVTDQ2PS    X12, X12
-	VPMADDWD     260(BX), Y8, Y13
-	VPMADDWD     260(BX)(R8*1), Y8, Y14
-	VPMADDWD     260(BX)(R8*2), Y8, Y15
-	VPMADDWD     260(BX)(AX*1), Y8, Y10
-	VPHADDD      Y14, Y13, Y13
-	VPHADDD      Y10, Y15, Y15
-	VPHADDD      Y15, Y13, Y13
-	VEXTRACTI128 $1, Y13, X14
-	VPADDD       X14, X13, X13
-	VCVTDQ2PS    X13, X13
+	Q2G_FMA(Y12)
+	ADDQ R8, BX
+	ADDQ $32, R14
+	Q2G_FMA(Y13)
+	ADDQ R8, BX
+	ADDQ $32, R14
+	Q2G_FMA(Y14)
+	ADDQ R8, BX
+	ADDQ $32, R14
+	Q2G_FMA(Y15)
+	ADDQ R8, BX
+	ADDQ $32, R14
 
-	// dy*d times isum less dy*dmin times summs; y_i += lane i.
-	VMOVSS       0(BX), X14
-	VINSERTPS    $0x10, (BX)(R8*1), X14, X14
-	VINSERTPS    $0x20, (BX)(R8*2), X14, X14
-	VINSERTPS    $0x30, (BX)(AX*1), X14, X14
-	VBROADCASTSS 0(SP), X15
-	VMULPS       X15, X14, X15
-	VBROADCASTSS 4(SP), X10
-	VMULPS       X10, X14, X10
-	VMULPS       X15, X12, X12
-	VMULPS       X10, X13, X13
-	VSUBPS       X13, X12, X12
-	VADDSS       (R13), X12, X13
-	VMOVSS       X13, (R13)
-	VMOVSHDUP    X12, X14
-	VADDSS       (R13)(R9*1), X14, X14
-	VMOVSS       X14, (R13)(R9*1)
-	VMOVHLPS     X12, X12, X14
-	VADDSS       (R13)(R9*2), X14, X14
-	VMOVSS       X14, (R13)(R9*2)
-	VPSHUFD      $0xff, X12, X14
-	VADDSS       (R13)(R12*1), X14, X14
-	VMOVSS       X14, (R13)(R12*1)
-
-	LEAQ (BX)(R8*4), BX
-	LEAQ (R13)(R9*4), R13
 	SUBQ $4, R11
 	CMPQ R11, $4
 	JGE  q2g4
@@ -247,7 +250,6 @@ q2g4:
 q2gtail:
 	TESTQ R11, R11
 	JZ    q2gnext
-	VMOVQ 0(SP), X13
 
 q2gact:
 	VPMADDUBSW 4(BX), Y0, Y10
@@ -257,28 +259,11 @@ q2gact:
 	Q2G_PAIR(68, Y2, Y3)
 	Q2G_PAIR(132, Y4, Y5)
 	Q2G_PAIR(196, Y6, Y7)
-	VPMADDWD 260(BX), Y8, Y11
-
-	// [isum, summs] as float32 in X10's lanes 0 and 1: pairs within each
-	// lane, then the lanes, then the pairs of pairs.
-	VPHADDD      Y11, Y10, Y10
-	VEXTRACTI128 $1, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-
-	// [dy*d, dy*dmin] times [isum, summs], each rounded alone;
-	// y += t1 - t2.
-	VBROADCASTSS 0(BX), X11
-	VMULPS       X13, X11, X11
-	VMULPS       X11, X10, X10
-	VMOVSHDUP    X10, X12
-	VSUBSS       X12, X10, X10
-	VADDSS       (R13), X10, X10
-	VMOVSS       X10, (R13)
+	VMOVDQA    Y10, Y12
+	Q2G_FMA(Y12)
 
 	ADDQ R8, BX
-	ADDQ R9, R13
+	ADDQ $32, R14
 	DECQ R11
 	JNZ  q2gact
 
@@ -287,6 +272,23 @@ q2gnext:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q2gblock
+
+	// y_i = hsum_float_8 of row i's lanes: r_k = acc[4+k] + acc[k], then
+	// (r0+r2) + (r1+r3).
+	MOVQ SP, R14
+q2gsum:
+	VMOVUPS      (R14), X0
+	VMOVUPS      16(R14), X1
+	VADDPS       X0, X1, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $32, R14
+	ADDQ         R9, DX
+	DECQ         R10
+	JNZ          q2gsum
 	VZEROUPPER
 	RET
 
