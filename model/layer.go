@@ -207,8 +207,8 @@ const attnChunk = 64
 // llama.cpp's do: the query is rounded to F16, each score is an F16·F16
 // dot product summed in the order of ggml_vec_dot_f16's AVX2 path, the
 // softmax runs online over the slots in order, and the weighted sum of
-// values accumulates in F16 (the exponentials are quant.Exp32's, within an
-// ulp of expf's). The slots are taken in chunks: the scores of the whole block
+// values accumulates in F16 (the exponentials are quant.Exp32's, glibc's
+// expf bit for bit). The slots are taken in chunks: the scores of the whole block
 // against a chunk come from one call that widens each key row once, and
 // every query then goes over the chunk's values while they are in cache.
 // Each query's steps are the same, in the same order, whatever block and
