@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "5ab7f30fb8f468b4"
+const kernelRevision = "f91df6e1484c5b86"
