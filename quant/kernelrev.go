@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "f91df6e1484c5b86"
+const kernelRevision = "5c84bc26b95396fa"
