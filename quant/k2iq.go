@@ -113,32 +113,37 @@ func dotQ2_KQ8_KGo(w, a []byte) float32 {
 	return hsum8(&acc)
 }
 
-// dotIQ4_XSQ8_KGo is ggml_vec_dot_iq4_xs_q8_K with the sub-block sums
-// gathered into one exact integer per super-block:
-// sum += d*dy * Σ_sub32 (ls-32)*Σ kvalue(q)*q8. ggml's generic code scales
-// each sub-block's sum in float32 before adding; the integer total is the
-// same, scaled once here (|total| < 2^28, so float32(total) rounds once).
+// dotIQ4_XSQ8_KGo is ggml_vec_dot_iq4_xs_q8_K as llama.cpp's x86 (AVX2)
+// build computes it, the reference shade's logits are checked against: a
+// super-block's products go into eight exact int32 lanes, lane l holding
+// values 4l..4l+3 of every 32-value sub-block (0..15 from the low nibbles,
+// 16..31 from the high ones) times the sub-block's scale ls-32; each lane
+// is scaled by d = f16(d)*dy and added to its own float32 accumulator in
+// one fused step, and the eight are summed once at the end (hsum8).
+// Summing one integer a super-block and scaling it once (the generic C
+// order) rounds differently, so it is not used.
 func dotIQ4_XSQ8_KGo(w, a []byte) float32 {
-	var sum float32
+	var acc [8]float32
 	nb := len(w) / iq4_XSBytes
 	for b := 0; b < nb; b++ {
 		x := (*[iq4_XSBytes]byte)(w[b*iq4_XSBytes:])
 		y := (*[q8_KBytes]byte)(a[b*q8_KBytes:])
-		var isum int32
+		var lane [8]int32
 		for ib := 0; ib < 8; ib++ {
 			qs := (*[16]byte)(x[8+16*ib:])
 			q8 := (*[32]byte)(y[4+32*ib:])
-			var s int32
+			sc := iq4XSScale(x[:], ib)
 			for l := 0; l < 16; l++ {
-				s += int32(int8(q8[l]))*int32(kvaluesIQ4NL[qs[l]&0xf]) +
-					int32(int8(q8[16+l]))*int32(kvaluesIQ4NL[qs[l]>>4])
+				lane[l/4] += sc * int32(int8(q8[l])) * int32(kvaluesIQ4NL[qs[l]&0xf])
+				lane[4+l/4] += sc * int32(int8(q8[16+l])) * int32(kvaluesIQ4NL[qs[l]>>4])
 			}
-			isum += iq4XSScale(x[:], ib) * s
 		}
 		d := f16At(x[0:]) * f32At(y[0:])
-		sum += float32(d * float32(isum)) // rounded alone, as in dotQ4_KQ8_KGo
+		for l := range acc {
+			acc[l] = fma32(d, float32(lane[l]), acc[l])
+		}
 	}
-	return sum
+	return hsum8(&acc)
 }
 
 // quantizeQ2_KBlock is ggml's quantize_row_q2_K_ref (the quantizer llama.cpp

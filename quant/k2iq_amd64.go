@@ -14,7 +14,7 @@ var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 		case Q2_K:
 			gemmK2IQ(dotQ2_KQ8_KAVX2, q2kRowAVX2, q2_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		case IQ4_XS:
-			gemmK2IQ(dotIQ4_XSQ8_KAVX2, iq4xsRowAVX2, iq4_XSBytes, w, rb, lo, hi, a, arb, n, y, ys)
+			gemmIQ4XS(w, rb, lo, hi, a, arb, n, y, ys)
 		default:
 			prev(t, w, rb, lo, hi, a, arb, n, y, ys)
 		}
@@ -66,6 +66,51 @@ func dotIQ4_XSQ8_K_amd64(w, a []byte) float32 {
 	return dotIQ4_XSQ8_KAVX2(&w[0], &a[0], nb)
 }
 
+// iq4xsActs bounds the activation rows one iq4xsRowAVX2 call takes, so
+// their float32 accumulators fit on gemmIQ4XS's stack.
+const iq4xsActs = 64
+
+// gemmIQ4XS is gemmKGo for IQ4_XS weights on gemmK35's tiling: one
+// activation row takes the row dot kernel, more the batched kernel
+// iq4xsRowAVX2, which leaves each row's eight lane accumulators for hsum8
+// here. Every output gets the twin's bits, whatever the batch.
+func gemmIQ4XS(w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
+	if lo >= hi || n <= 0 {
+		return
+	}
+	nb := rb / iq4_XSBytes
+	if nb == 0 {
+		for i := 0; i < n; i++ {
+			clear(y[i*ys+lo : i*ys+hi])
+		}
+		return
+	}
+	// The assembly reads unchecked: check the last of each.
+	_ = w[(hi-1)*rb+nb*iq4_XSBytes-1]
+	_ = a[(n-1)*arb+nb*q8_KBytes-1]
+	_ = y[(n-1)*ys+hi-1]
+	if n == 1 {
+		for r := lo; r < hi; r++ {
+			y[r] = dotIQ4_XSQ8_KAVX2(&w[r*rb], &a[0], nb)
+		}
+		return
+	}
+	var acc [iq4xsActs * 8]float32
+	acts := max(1, min(k35Acts, iq4xsActs))
+	for r0 := lo; r0 < hi; r0 += k35TileRows {
+		r1 := min(r0+k35TileRows, hi)
+		for c0 := 0; c0 < n; c0 += acts {
+			c := min(acts, n-c0)
+			for r := r0; r < r1; r++ {
+				iq4xsRowAVX2(&w[r*rb], &a[c0*arb], arb, nb, &acc[0], c)
+				for i := 0; i < c; i++ {
+					y[(c0+i)*ys+r] = hsum8((*[8]float32)(acc[8*i:]))
+				}
+			}
+		}
+	}
+}
+
 // Implemented in k2iq_amd64.s; nb > 0 whole blocks at w and a, AVX2 and
 // F16C.
 //
@@ -82,5 +127,10 @@ func dotIQ4_XSQ8_KAVX2(w, a *byte, nb int) float32
 //go:noescape
 func q2kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
 
+// iq4xsRowAVX2 (k2iqg_amd64.s) takes one weight row of nb > 0
+// super-blocks against c > 0 activation rows arb bytes apart and leaves
+// row i's eight float32 lane accumulators at acc[8i:8i+8]; AVX2, FMA and
+// F16C.
+//
 //go:noescape
-func iq4xsRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
+func iq4xsRowAVX2(w, a *byte, arb, nb int, acc *float32, c int)

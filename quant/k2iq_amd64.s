@@ -144,59 +144,47 @@ q2kloop:
 	MOVSS X0, ret+24(FP)
 	RET
 
-// iq4sc<>+32p picks, from the 8 int16 sub-block scales in both lanes, scale
-// 2p into every word of the low lane and scale 2p+1 into the high lane.
-DATA iq4sc<>+0x00(SB)/8, $0x0100010001000100
-DATA iq4sc<>+0x08(SB)/8, $0x0100010001000100
-DATA iq4sc<>+0x10(SB)/8, $0x0302030203020302
-DATA iq4sc<>+0x18(SB)/8, $0x0302030203020302
-DATA iq4sc<>+0x20(SB)/8, $0x0504050405040504
-DATA iq4sc<>+0x28(SB)/8, $0x0504050405040504
-DATA iq4sc<>+0x30(SB)/8, $0x0706070607060706
-DATA iq4sc<>+0x38(SB)/8, $0x0706070607060706
-DATA iq4sc<>+0x40(SB)/8, $0x0908090809080908
-DATA iq4sc<>+0x48(SB)/8, $0x0908090809080908
-DATA iq4sc<>+0x50(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA iq4sc<>+0x58(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA iq4sc<>+0x60(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA iq4sc<>+0x68(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA iq4sc<>+0x70(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA iq4sc<>+0x78(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL iq4sc<>(SB), RODATA|NOPTR, $128
-
-
 // iq4kv<> is kvaluesIQ4NL.
 DATA iq4kv<>+0x00(SB)/8, $0xf6eaddcfbfad9881
 DATA iq4kv<>+0x08(SB)/8, $0x7159453526190d01
 GLOBL iq4kv<>(SB), RODATA|NOPTR, $16
 
-// IQ4_DOT adds to Y8 (ls-32) * Σ kvalue*q8 over 16 values of each of two
-// sub-blocks: levels in kv (low lane sub-block 2p, high lane 2p+1),
-// activations off1(DI) (low lane) and off2(DI) (high lane), scales in s.
-// The sign goes onto the levels, never -128, and |q8| ≤ 128 is unsigned:
-// VPMADDUBSW pairs stay within ±32512 for any activation byte.
-#define IQ4_DOT(kv, off1, off2, s) \
-	VMOVDQU     off1(DI), X4; \
-	VINSERTI128 $1, off2(DI), Y4, Y4; \
-	VPSIGNB     Y4, kv, kv; \
-	VPSIGNB     Y4, Y4, Y4; \
-	VPMADDUBSW  kv, Y4, kv; \
-	VPMADDWD    s, kv, kv; \
-	VPADDD      kv, Y8, Y8
+// The IQ4_XS dot keeps ggml's AVX2 order (dotIQ4_XSQ8_KGo): int32 lane l
+// of Y8 sums values 4l..4l+3 of every sub-block times its scale, so each
+// sub-block's 32 levels lie in value order (low nibbles in the low lane,
+// high nibbles in the high lane) against its 32 activations; the lanes
+// are scaled into the eight float32 accumulators of Y0 by one FMA each
+// super-block and summed once at the end, as hsum8.
 
-// IQ4_PAIR adds sub-blocks 2p and 2p+1 (qs bytes 8+32p.., activations
-// 4+64p..) to Y8. Y1 holds the 8 scales ls-32 as int16 in both lanes, Y9
-// the levels, Y15 bytes 0x0f.
-#define IQ4_PAIR(qs, act, m) \
-	VMOVDQU qs(SI), Y2; \
-	VPAND   Y15, Y2, Y3; \
-	VPSRLW  $4, Y2, Y2; \
-	VPAND   Y15, Y2, Y2; \
-	VPSHUFB Y3, Y9, Y3; \
-	VPSHUFB Y2, Y9, Y2; \
-	VPSHUFB iq4sc<>+m(SB), Y1, Y5; \
-	IQ4_DOT(Y3, act, act+32, Y5); \
-	IQ4_DOT(Y2, act+16, act+48, Y5)
+// IQ4_SUB adds (ls-32) * Σ kvalue*q8 over sub-block k, its levels in kv
+// (clobbered), to Y8's eight lanes: activations at 4+32k(DI), the scale
+// word k at 2k(SP). The sign goes onto the levels, never -128, and
+// |q8| ≤ 128 is unsigned: VPMADDUBSW pairs stay within ±32512 for any
+// activation byte.
+#define IQ4_SUB(kv, k) \
+	VMOVDQU      (4+32*k)(DI), Y6; \
+	VPSIGNB      Y6, kv, kv; \
+	VPSIGNB      Y6, Y6, Y6; \
+	VPMADDUBSW   kv, Y6, kv; \
+	VPBROADCASTW (2*k)(SP), Y5; \
+	VPMADDWD     Y5, kv, kv; \
+	VPADDD       kv, Y8, Y8
+
+// IQ4_PAIR adds sub-blocks 2p and 2p+1 (qs bytes at qs(SI), which hold
+// sub-block 2p in the low lane and 2p+1 in the high lane) to Y8: the
+// nibbles become levels (Y9, Y15 bytes 0x0f), then the lanes are
+// regrouped to one sub-block a register, values 0..31 in order.
+#define IQ4_PAIR(qs, p) \
+	VMOVDQU    qs(SI), Y2; \
+	VPAND      Y15, Y2, Y3; \
+	VPSRLW     $4, Y2, Y2; \
+	VPAND      Y15, Y2, Y2; \
+	VPSHUFB    Y3, Y9, Y3; \
+	VPSHUFB    Y2, Y9, Y2; \
+	VPERM2I128 $0x20, Y2, Y3, Y4; \
+	VPERM2I128 $0x31, Y2, Y3, Y3; \
+	IQ4_SUB(Y4, (2*p)); \
+	IQ4_SUB(Y3, (2*p+1))
 
 // iq4ssh<> spreads the block's bytes 0..7 (loaded whole) into words:
 // +0 scales_h in every word, +16 scales_l's first half in words 0..3 and
@@ -215,11 +203,11 @@ DATA iq4smul<>+0x18(SB)/8, $0x0001001001001000
 GLOBL iq4smul<>(SB), RODATA|NOPTR, $32
 
 // func dotIQ4_XSQ8_KAVX2(w, a *byte, nb int) float32
-TEXT ·dotIQ4_XSQ8_KAVX2(SB), NOSPLIT, $0-28
+TEXT ·dotIQ4_XSQ8_KAVX2(SB), NOSPLIT, $16-28
 	MOVQ   w+0(FP), SI
 	MOVQ   a+8(FP), DI
 	MOVQ   nb+16(FP), CX
-	VXORPS X0, X0, X0
+	VXORPS Y0, Y0, Y0
 	MOVL   $0x0f0f0f0f, AX
 	VMOVD  AX, X15
 	VPBROADCASTD X15, Y15
@@ -233,7 +221,7 @@ TEXT ·dotIQ4_XSQ8_KAVX2(SB), NOSPLIT, $0-28
 	VMOVDQU iq4smul<>+16(SB), X14
 
 iq4loop:
-	// The 8 sub-block scales ls-32 as int16 in both lanes of Y1:
+	// The 8 sub-block scales ls-32 as int16 at 0(SP):
 	// ls = nibble ib of scales_l | bits 2ib, 2ib+1 of scales_h << 4.
 	VMOVQ     0(SI), X1
 	VPSHUFB   X10, X1, X2
@@ -245,28 +233,35 @@ iq4loop:
 	VPSLLW    $4, X2, X2
 	VPOR      X2, X1, X1
 	VPSUBW    X12, X1, X1
-	VINSERTI128 $1, X1, Y1, Y1
+	VMOVDQU   X1, 0(SP)
 
 	VPXOR Y8, Y8, Y8
-	IQ4_PAIR(8, 4, 0)
-	IQ4_PAIR(40, 68, 32)
-	IQ4_PAIR(72, 132, 64)
-	IQ4_PAIR(104, 196, 96)
-	HSUMD(Y8, X8, X4)
-	VCVTDQ2PS X8, X8
+	IQ4_PAIR(8, 0)
+	IQ4_PAIR(40, 1)
+	IQ4_PAIR(72, 2)
+	IQ4_PAIR(104, 3)
+	VCVTDQ2PS Y8, Y8
 
-	// sum += float32(f16(d)*dy * float32(isum)), each product rounded.
+	// acc_l = fma(f16(d)*dy, float32(lane_l), acc_l).
 	MOVWLZX      0(SI), AX
 	VMOVD        AX, X5
 	VCVTPH2PS    X5, X5
 	VMULSS       0(DI), X5, X5
-	VMULSS       X5, X8, X8
-	VADDSS       X8, X0, X0
+	VBROADCASTSS X5, Y5
+	VFMADD231PS  Y5, Y8, Y0
 
 	ADDQ $136, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  iq4loop
+
+	// hsum8: (acc0+acc4 + acc2+acc6) + (acc1+acc5 + acc3+acc7).
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET

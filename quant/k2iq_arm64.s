@@ -366,6 +366,16 @@ DATA iq4sarm<>+0x30(SB)/8, $0xfff4fff8fffc0000
 DATA iq4sarm<>+0x38(SB)/8, $0xfff4fff8fffc0000
 GLOBL iq4sarm<>(SB), RODATA|NOPTR, $64
 
+// The IQ4_XS dots keep ggml's AVX2 order (dotIQ4_XSQ8_KGo): eight int32
+// lanes a super-block, lane l summing values 4l..4l+3 of every sub-block
+// times its scale, here lanes 0..3 (values 0..15, the low nibbles) in v25
+// and 4..7 (values 16..31, the high nibbles) in v24. SDOT's lane i sums
+// bytes 4i..4i+3, which is this grouping; without SDOT, SMULL and SMULL2
+// products go pairwise into int16 (within ±2·127·128) by ADDP and into
+// int32 by SADDLP, the same grouping. Each super-block scales its lanes
+// into two float32 accumulators (v0, v9) by one FMLA a lane, summed once
+// at the end as hsum8.
+
 // func dotIQ4_XSQ8_KSDOT(w, a *byte, nb int) float32
 TEXT ·dotIQ4_XSQ8_KSDOT(SB), NOSPLIT, $0-28
 	MOVD w+0(FP), R0
@@ -374,6 +384,7 @@ TEXT ·dotIQ4_XSQ8_KSDOT(SB), NOSPLIT, $0-28
 	MOVD $iq4kvarm<>(SB), R5
 	VLD1 (R5), [V29.B16]
 	WORD $0x6f00e400 // movi v0.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
 	WORD $0x4f00e5fe // movi v30.16b, #15
 	WORD $0x4f018411 // movi v17.8h, #32
 	WORD $0x4f0085fc // movi v28.8h, #15
@@ -398,20 +409,24 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x0f10a612 // sxtl v18.4s, v16.4h
 	WORD $0x4f10a613 // sxtl2 v19.4s, v16.8h
 	WORD $0x6f00e419 // movi v25.2d, #0
+	WORD $0x6f00e418 // movi v24.2d, #0
 	ADD $8, R0, R4
 	ADD $4, R1, R3
 	VLD1.P 64(R4), [V1.B16, V2.B16, V3.B16, V4.B16]
 	VLD1 (R4), [V5.B16, V6.B16, V7.B16, V8.B16]
-	// Sub-block 0: levels by TBL, Σ level*q8, times ls-32.
+	// Sub-block 0: levels by TBL (values 0..15 from the low nibbles, 16..31
+	// from the high ones), their int32 lanes times ls-32 into v25 and v24.
 	WORD $0x4e3e1c2a // and v10.16b, v1.16b, v30.16b
 	WORD $0x6f0c042b // ushr v11.16b, v1.16b, #4
 	WORD $0x4e0a03aa // tbl v10.16b, {v29.16b}, v10.16b
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6f9201d9 // mla v25.4s, v14.4s, v18.s[0]
+	WORD $0x6f9201f8 // mla v24.4s, v15.4s, v18.s[0]
 	// Sub-block 1.
 	WORD $0x4e3e1c4a // and v10.16b, v2.16b, v30.16b
 	WORD $0x6f0c044b // ushr v11.16b, v2.16b, #4
@@ -419,9 +434,11 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6fb201d9 // mla v25.4s, v14.4s, v18.s[1]
+	WORD $0x6fb201f8 // mla v24.4s, v15.4s, v18.s[1]
 	// Sub-block 2.
 	WORD $0x4e3e1c6a // and v10.16b, v3.16b, v30.16b
 	WORD $0x6f0c046b // ushr v11.16b, v3.16b, #4
@@ -429,9 +446,11 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6f9209d9 // mla v25.4s, v14.4s, v18.s[2]
+	WORD $0x6f9209f8 // mla v24.4s, v15.4s, v18.s[2]
 	// Sub-block 3.
 	WORD $0x4e3e1c8a // and v10.16b, v4.16b, v30.16b
 	WORD $0x6f0c048b // ushr v11.16b, v4.16b, #4
@@ -439,9 +458,11 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6fb209d9 // mla v25.4s, v14.4s, v18.s[3]
+	WORD $0x6fb209f8 // mla v24.4s, v15.4s, v18.s[3]
 	// Sub-block 4.
 	WORD $0x4e3e1caa // and v10.16b, v5.16b, v30.16b
 	WORD $0x6f0c04ab // ushr v11.16b, v5.16b, #4
@@ -449,9 +470,11 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6f9301d9 // mla v25.4s, v14.4s, v19.s[0]
+	WORD $0x6f9301f8 // mla v24.4s, v15.4s, v19.s[0]
 	// Sub-block 5.
 	WORD $0x4e3e1cca // and v10.16b, v6.16b, v30.16b
 	WORD $0x6f0c04cb // ushr v11.16b, v6.16b, #4
@@ -459,9 +482,11 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6fb301d9 // mla v25.4s, v14.4s, v19.s[1]
+	WORD $0x6fb301f8 // mla v24.4s, v15.4s, v19.s[1]
 	// Sub-block 6.
 	WORD $0x4e3e1cea // and v10.16b, v7.16b, v30.16b
 	WORD $0x6f0c04eb // ushr v11.16b, v7.16b, #4
@@ -469,9 +494,11 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6f9309d9 // mla v25.4s, v14.4s, v19.s[2]
+	WORD $0x6f9309f8 // mla v24.4s, v15.4s, v19.s[2]
 	// Sub-block 7.
 	WORD $0x4e3e1d0a // and v10.16b, v8.16b, v30.16b
 	WORD $0x6f0c050b // ushr v11.16b, v8.16b, #4
@@ -479,23 +506,31 @@ dotIQ4_XSQ8_KSDOTloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
 	WORD $0x4e8c954e // sdot v14.4s, v10.16b, v12.16b
-	WORD $0x4e8d956e // sdot v14.4s, v11.16b, v13.16b
+	WORD $0x4e8d956f // sdot v15.4s, v11.16b, v13.16b
 	WORD $0x6fb309d9 // mla v25.4s, v14.4s, v19.s[3]
-	WORD $0x4eb1bb39 // addv s25, v25.4s
-	WORD $0x5e21db39 // scvtf s25, s25
-	// sum += float32(f16(d)*dy * float32(isum)).
+	WORD $0x6fb309f8 // mla v24.4s, v15.4s, v19.s[3]
+	WORD $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	// acc_l = fma(f16(d)*dy, float32(lane_l), acc_l): lanes 0..3 in v0,
+	// 4..7 in v9.
 	MOVHU (R0), R4
 	FMOVS R4, F27
 	WORD $0x1ee2437b // fcvt s27, h27
 	FMOVS (R1), F26
 	FMULS F26, F27, F27
-	FMULS F27, F25, F25
-	FADDS F25, F0, F0
+	WORD $0x4f9b1320 // fmla v0.4s, v25.4s, v27.s[0]
+	WORD $0x4f9b1309 // fmla v9.4s, v24.4s, v27.s[0]
 	ADD $136, R0
 	ADD $292, R1
 	SUBS $1, R2
 	BNE dotIQ4_XSQ8_KSDOTloop
+	// hsum8: (acc0+acc4 + acc2+acc6) + (acc1+acc5 + acc3+acc7).
+	WORD $0x4e29d400 // fadd v0.4s, v0.4s, v9.4s
+	WORD $0x6e004001 // ext v1.16b, v0.16b, v0.16b, #8
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
 	FMOVS F0, ret+24(FP)
 	RET
 
@@ -507,6 +542,7 @@ TEXT ·dotIQ4_XSQ8_KASIMD(SB), NOSPLIT, $0-28
 	MOVD $iq4kvarm<>(SB), R5
 	VLD1 (R5), [V29.B16]
 	WORD $0x6f00e400 // movi v0.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
 	WORD $0x4f00e5fe // movi v30.16b, #15
 	WORD $0x4f018411 // movi v17.8h, #32
 	WORD $0x4f0085fc // movi v28.8h, #15
@@ -531,23 +567,28 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x0f10a612 // sxtl v18.4s, v16.4h
 	WORD $0x4f10a613 // sxtl2 v19.4s, v16.8h
 	WORD $0x6f00e419 // movi v25.2d, #0
+	WORD $0x6f00e418 // movi v24.2d, #0
 	ADD $8, R0, R4
 	ADD $4, R1, R3
 	VLD1.P 64(R4), [V1.B16, V2.B16, V3.B16, V4.B16]
 	VLD1 (R4), [V5.B16, V6.B16, V7.B16, V8.B16]
-	// Sub-block 0: levels by TBL, Σ level*q8, times ls-32.
+	// Sub-block 0: levels by TBL (values 0..15 from the low nibbles, 16..31
+	// from the high ones), their int32 lanes times ls-32 into v25 and v24.
 	WORD $0x4e3e1c2a // and v10.16b, v1.16b, v30.16b
 	WORD $0x6f0c042b // ushr v11.16b, v1.16b, #4
 	WORD $0x4e0a03aa // tbl v10.16b, {v29.16b}, v10.16b
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6f9201d9 // mla v25.4s, v14.4s, v18.s[0]
+	WORD $0x6f9201f8 // mla v24.4s, v15.4s, v18.s[0]
 	// Sub-block 1.
 	WORD $0x4e3e1c4a // and v10.16b, v2.16b, v30.16b
 	WORD $0x6f0c044b // ushr v11.16b, v2.16b, #4
@@ -555,12 +596,15 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6fb201d9 // mla v25.4s, v14.4s, v18.s[1]
+	WORD $0x6fb201f8 // mla v24.4s, v15.4s, v18.s[1]
 	// Sub-block 2.
 	WORD $0x4e3e1c6a // and v10.16b, v3.16b, v30.16b
 	WORD $0x6f0c046b // ushr v11.16b, v3.16b, #4
@@ -568,12 +612,15 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6f9209d9 // mla v25.4s, v14.4s, v18.s[2]
+	WORD $0x6f9209f8 // mla v24.4s, v15.4s, v18.s[2]
 	// Sub-block 3.
 	WORD $0x4e3e1c8a // and v10.16b, v4.16b, v30.16b
 	WORD $0x6f0c048b // ushr v11.16b, v4.16b, #4
@@ -581,12 +628,15 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6fb209d9 // mla v25.4s, v14.4s, v18.s[3]
+	WORD $0x6fb209f8 // mla v24.4s, v15.4s, v18.s[3]
 	// Sub-block 4.
 	WORD $0x4e3e1caa // and v10.16b, v5.16b, v30.16b
 	WORD $0x6f0c04ab // ushr v11.16b, v5.16b, #4
@@ -594,12 +644,15 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6f9301d9 // mla v25.4s, v14.4s, v19.s[0]
+	WORD $0x6f9301f8 // mla v24.4s, v15.4s, v19.s[0]
 	// Sub-block 5.
 	WORD $0x4e3e1cca // and v10.16b, v6.16b, v30.16b
 	WORD $0x6f0c04cb // ushr v11.16b, v6.16b, #4
@@ -607,12 +660,15 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6fb301d9 // mla v25.4s, v14.4s, v19.s[1]
+	WORD $0x6fb301f8 // mla v24.4s, v15.4s, v19.s[1]
 	// Sub-block 6.
 	WORD $0x4e3e1cea // and v10.16b, v7.16b, v30.16b
 	WORD $0x6f0c04eb // ushr v11.16b, v7.16b, #4
@@ -620,12 +676,15 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6f9309d9 // mla v25.4s, v14.4s, v19.s[2]
+	WORD $0x6f9309f8 // mla v24.4s, v15.4s, v19.s[2]
 	// Sub-block 7.
 	WORD $0x4e3e1d0a // and v10.16b, v8.16b, v30.16b
 	WORD $0x6f0c050b // ushr v11.16b, v8.16b, #4
@@ -633,26 +692,34 @@ dotIQ4_XSQ8_KASIMDloop:
 	WORD $0x4e0b03ab // tbl v11.16b, {v29.16b}, v11.16b
 	VLD1.P 32(R3), [V12.B16, V13.B16]
 	WORD $0x0e2cc14e // smull v14.8h, v10.8b, v12.8b
-	WORD $0x4e2c814e // smlal2 v14.8h, v10.16b, v12.16b
-	WORD $0x0e2dc16f // smull v15.8h, v11.8b, v13.8b
-	WORD $0x4e2d816f // smlal2 v15.8h, v11.16b, v13.16b
+	WORD $0x4e2cc14f // smull2 v15.8h, v10.16b, v12.16b
+	WORD $0x0e2dc17a // smull v26.8h, v11.8b, v13.8b
+	WORD $0x4e2dc17b // smull2 v27.8h, v11.16b, v13.16b
+	WORD $0x4e6fbdce // addp v14.8h, v14.8h, v15.8h
+	WORD $0x4e7bbf4f // addp v15.8h, v26.8h, v27.8h
 	WORD $0x4e6029ce // saddlp v14.4s, v14.8h
-	WORD $0x4e6069ee // sadalp v14.4s, v15.8h
+	WORD $0x4e6029ef // saddlp v15.4s, v15.8h
 	WORD $0x6fb309d9 // mla v25.4s, v14.4s, v19.s[3]
-	WORD $0x4eb1bb39 // addv s25, v25.4s
-	WORD $0x5e21db39 // scvtf s25, s25
-	// sum += float32(f16(d)*dy * float32(isum)).
+	WORD $0x6fb309f8 // mla v24.4s, v15.4s, v19.s[3]
+	WORD $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	// acc_l = fma(f16(d)*dy, float32(lane_l), acc_l): lanes 0..3 in v0,
+	// 4..7 in v9.
 	MOVHU (R0), R4
 	FMOVS R4, F27
 	WORD $0x1ee2437b // fcvt s27, h27
 	FMOVS (R1), F26
 	FMULS F26, F27, F27
-	FMULS F27, F25, F25
-	FADDS F25, F0, F0
+	WORD $0x4f9b1320 // fmla v0.4s, v25.4s, v27.s[0]
+	WORD $0x4f9b1309 // fmla v9.4s, v24.4s, v27.s[0]
 	ADD $136, R0
 	ADD $292, R1
 	SUBS $1, R2
 	BNE dotIQ4_XSQ8_KASIMDloop
+	// hsum8: (acc0+acc4 + acc2+acc6) + (acc1+acc5 + acc3+acc7).
+	WORD $0x4e29d400 // fadd v0.4s, v0.4s, v9.4s
+	WORD $0x6e004001 // ext v1.16b, v0.16b, v0.16b, #8
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
 	FMOVS F0, ret+24(FP)
 	RET
-

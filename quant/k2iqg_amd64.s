@@ -333,29 +333,45 @@ GLOBL iq4gmask<>(SB), RODATA|NOPTR, $32
 	VPERM2I128 $0x20, Y9, Y10, va; \
 	VPERM2I128 $0x31, Y9, Y10, vb
 
-// func iq4xsRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·iq4xsRowAVX2(SB), NOSPLIT, $272-56
+// IQ4G_FMA adds one activation row's eight int32 lanes (in lanes, as
+// float32 after) times f16(d)*dy (dy at dyp, d in X11) to its eight
+// float32 accumulators at accp, one fused rounding a lane; uses Y8, Y9.
+#define IQ4G_FMA(dyp, lanes, accp) \
+	VMULSS       dyp, X11, X8; \
+	VBROADCASTSS X8, Y8; \
+	VCVTDQ2PS    lanes, lanes; \
+	VMOVUPS      accp, Y9; \
+	VFMADD231PS  Y8, lanes, Y9; \
+	VMOVUPS      Y9, accp
+
+// iq4xsRowAVX2 keeps ggml's AVX2 order for IQ4_XS (dotIQ4_XSQ8_KGo):
+// each activation row's eight int32 lanes (lane l: values 4l..4l+3 of
+// every sub-block times its scale) are scaled into its own eight float32
+// accumulators, acc[8i..8i+7] for row i, by one FMA a super-block; the
+// caller sums each row's eight once (hsum8). A row's accumulators see the
+// same steps alone or in a group of four, so its bits do not depend on
+// the batch.
+//
+// func iq4xsRowAVX2(w, a *byte, arb, nb int, acc *float32, c int)
+TEXT ·iq4xsRowAVX2(SB), NOSPLIT, $272-48
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
 	MOVQ nb+24(FP), CX
-	MOVQ y+32(FP), DX
-	MOVQ ys+40(FP), R9
-	SHLQ $2, R9
-	MOVQ c+48(FP), R10
+	MOVQ acc+32(FP), DX
+	MOVQ c+40(FP), R10
 
-	MOVQ DX, R13
-	MOVQ R10, R11
-	XORL AX, AX
+	MOVQ   DX, R13
+	MOVQ   R10, R11
+	VXORPS Y12, Y12, Y12
 iq4gclear:
-	MOVL AX, (R13)
-	ADDQ R9, R13
-	DECQ R11
-	JNZ  iq4gclear
+	VMOVUPS Y12, (R13)
+	ADDQ    $32, R13
+	DECQ    R11
+	JNZ     iq4gclear
 
-	// AX = 3*arb, R12 = 3*ys*4 for the groups of four activation rows.
+	// AX = 3*arb for the groups of four activation rows.
 	LEAQ (R8)(R8*2), AX
-	LEAQ (R9)(R9*2), R12
 
 iq4gblock:
 	VMOVDQU        iq4gmask<>(SB), Y15
@@ -382,7 +398,8 @@ iq4gblock:
 	IQ4G_SC(6)
 	IQ4G_SC(7)
 
-	// Levels of sub-block k in Yk; f16 d as float32 in X11.
+	// Levels of sub-block k in Yk, values 0..31 in order; f16 d as
+	// float32 in X11.
 	IQ4G_LEV(8, Y0, Y1)
 	IQ4G_LEV(40, Y2, Y3)
 	IQ4G_LEV(72, Y4, Y5)
@@ -398,8 +415,8 @@ iq4gblock:
 	JLT  iq4gtail
 
 iq4g4:
-	// Four activation rows: their isums in lanes 0..3 of X12, then the
-	// twin's float steps lane by lane, each rounded alone.
+	// Four activation rows: their lanes in Y12..Y15, then each row's
+	// acc_l = fma(f16(d)*dy, float32(lane_l), acc_l).
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	VPXOR Y14, Y14, Y14
@@ -412,35 +429,13 @@ iq4g4:
 	IQ4G4_SUB(5, Y5)
 	IQ4G4_SUB(6, Y6)
 	IQ4G4_SUB(7, Y7)
-	VPHADDD      Y13, Y12, Y12
-	VPHADDD      Y15, Y14, Y14
-	VPHADDD      Y14, Y12, Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPADDD       X13, X12, X12
-	VCVTDQ2PS    X12, X12
-
-	// [dy0..dy3] * d, times the isums; y_i += lane i.
-	VMOVSS       0(BX), X13
-	VINSERTPS    $0x10, (BX)(R8*1), X13, X13
-	VINSERTPS    $0x20, (BX)(R8*2), X13, X13
-	VINSERTPS    $0x30, (BX)(AX*1), X13, X13
-	VBROADCASTSS X11, X14
-	VMULPS       X13, X14, X13
-	VMULPS       X13, X12, X12
-	VADDSS       (R13), X12, X13
-	VMOVSS       X13, (R13)
-	VMOVSHDUP    X12, X14
-	VADDSS       (R13)(R9*1), X14, X14
-	VMOVSS       X14, (R13)(R9*1)
-	VMOVHLPS     X12, X12, X14
-	VADDSS       (R13)(R9*2), X14, X14
-	VMOVSS       X14, (R13)(R9*2)
-	VPSHUFD      $0xff, X12, X14
-	VADDSS       (R13)(R12*1), X14, X14
-	VMOVSS       X14, (R13)(R12*1)
+	IQ4G_FMA(0(BX), Y12, 0(R13))
+	IQ4G_FMA((BX)(R8*1), Y13, 32(R13))
+	IQ4G_FMA((BX)(R8*2), Y14, 64(R13))
+	IQ4G_FMA((BX)(AX*1), Y15, 96(R13))
 
 	LEAQ (BX)(R8*4), BX
-	LEAQ (R13)(R9*4), R13
+	ADDQ $128, R13
 	SUBQ $4, R11
 	CMPQ R11, $4
 	JGE  iq4g4
@@ -459,22 +454,10 @@ iq4gact:
 	IQ4G_SUB(5, Y5)
 	IQ4G_SUB(6, Y6)
 	IQ4G_SUB(7, Y7)
-	VEXTRACTI128 $1, Y12, X13
-	VPADDD       X13, X12, X12
-	VPSHUFD      $0x4e, X12, X13
-	VPADDD       X13, X12, X12
-	VPSHUFD      $0xb1, X12, X13
-	VPADDD       X13, X12, X12
-	VCVTDQ2PS    X12, X12
-
-	// y += float32(f16(d)*dy * float32(isum)), each product rounded.
-	VMULSS 0(BX), X11, X13
-	VMULSS X13, X12, X12
-	VADDSS (R13), X12, X12
-	VMOVSS X12, (R13)
+	IQ4G_FMA(0(BX), Y12, 0(R13))
 
 	ADDQ R8, BX
-	ADDQ R9, R13
+	ADDQ $32, R13
 	DECQ R11
 	JNZ  iq4gact
 
