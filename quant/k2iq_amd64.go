@@ -22,7 +22,8 @@ var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 	s.gemmKTypes |= 1<<Q2_K | 1<<IQ4_XS
 })
 
-// gemmK2IQ is gemmKGo for Q2_K or IQ4_XS weights (blocks of bs bytes):
+// gemmK2IQ is gemmKGo for Q2_K weights (blocks of bs bytes; IQ4_XS has
+// gemmIQ4XS, whose kernel hands back eight lanes an output):
 // one activation row takes the row dot kernel dot (unpacking a super-block
 // for one row costs more than it saves), more take the batched row kernel
 // f on gemmK35's tiling. Both give every output the twin's bits.

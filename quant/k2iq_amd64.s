@@ -4,20 +4,10 @@
 
 // AVX2 dot products of Q2_K and IQ4_XS weights with Q8_K activations; Go
 // twins dotQ2_KQ8_KGo and dotIQ4_XSQ8_KGo in k2iq.go. Each super-block's
-// integer sums are exact (in int32 lanes, which wrap as the twins' int32
-// does), then scaled and added in the twins' float32 ops and order: for
-// Q2_K eight lanes of fused multiply-adds (ggml's AVX2 order), for IQ4_XS
-// scalar ops each rounded alone. The results are the twins' bits.
-
-// HSUMD leaves the sum of the eight int32 lanes of y in every lane of x
-// (the lower half of y), using t.
-#define HSUMD(y, x, t) \
-	VEXTRACTI128 $1, y, t; \
-	VPADDD       t, x, x; \
-	VPSHUFD      $0x4e, x, t; \
-	VPADDD       t, x, x; \
-	VPSHUFD      $0xb1, x, t; \
-	VPADDD       t, x, x
+// integer sums are exact, in eight int32 lanes (which wrap as the twins'
+// int32 does), then added into eight float32 lanes with one fused
+// multiply-add each and summed in hsum_float_8's order at the end: ggml's
+// AVX2 order for both types. The results are the twins' bits.
 
 // q2ksc<>+32m picks, as int16 from 16 scale bytes in both lanes, scale 2m
 // into the low lane and scale 2m+1 into the high lane (0x80 zeroes).

@@ -4,12 +4,11 @@
 
 // Batched AVX2 row kernels for Q2_K and IQ4_XS (gemmK through gemmK35's
 // tiling): one weight row's super-block is unpacked once into registers
-// and applied to every one of c activation rows, four at a time (for
-// IQ4_XS their sums reduced together) and the rest one by one. Each output's integer
-// sums per super-block are exact, then scaled and added in float32 ops in
-// the order of the twins (dotQ2_KQ8_KGo: eight lanes of fused
-// multiply-adds an output; dotIQ4_XSQ8_KGo: scalar, or lane by lane for a
-// group of four, each rounded alone): the outputs are the twins' bits.
+// and applied to every one of c activation rows, four at a time and the
+// rest one by one. Each output keeps its own eight float32 lanes, added
+// with one fused multiply-add a lane a super-block as the twins
+// (dotQ2_KQ8_KGo, dotIQ4_XSQ8_KGo) do: the outputs are the twins' bits
+// whatever the batch.
 
 // IQ4G_SC broadcasts word k of the block's scales (at 256(SP)) to a whole
 // register and keeps it at 32k(SP) for the activation loop.

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "fe7244627dd4225f"
+const kernelRevision = "00c4a154c82c9f54"
