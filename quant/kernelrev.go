@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "f151e4ca2545b323"
+const kernelRevision = "fbbdeb8050b97b6b"
