@@ -244,28 +244,28 @@ GLOBL k3zperm<>(SB), RODATA|NOPTR, $256
 	VEXTRACTI64X4 $1, Z14, Y15; \
 	VPADDD        Y15, Y14, Y14
 
-// ZACT43 is ZACT3 for one activation row of a group of four (quants at
-// m0..m3) against levels Z16..Z19 and scale vectors Z20..Z23, into yacc
-// (folded from zacc).
-#define ZACT43(m0, m1, m2, m3, zacc, yacc) \
-	VPMADDUBSW    m0, Z16, Z8; \
-	VPMADDUBSW    m0, Z25, Z4; \
-	VPSUBW        Z4, Z8, Z8; \
+// ZACT43X sums one activation row of a group of four (quants at m0..m3)
+// against the signed levels q3 in Z16..Z19 and scale vectors Z20..Z23:
+// VPMADDUBSW of q8+128 (the XOR with Z27's 0x80 bytes, unsigned) and q3
+// (pairs at most 2·255·4), VPMADDWD/VPDPWSSD by the scale words, ZMM
+// lanes 8..15 folded onto 0..7 into yacc, less Y15 (the same with 128 for
+// q8): ZACT3's lanes, exactly, with one multiply fewer a chunk.
+#define ZACT43X(m0, m1, m2, m3, zacc, yacc) \
+	VPXORD        m0, Z27, Z8; \
+	VPMADDUBSW    Z16, Z8, Z8; \
 	VPMADDWD      Z20, Z8, zacc; \
-	VPMADDUBSW    m1, Z17, Z9; \
-	VPMADDUBSW    m1, Z25, Z5; \
-	VPSUBW        Z5, Z9, Z9; \
+	VPXORD        m1, Z27, Z9; \
+	VPMADDUBSW    Z17, Z9, Z9; \
 	VPDPWSSD      Z21, Z9, zacc; \
-	VPMADDUBSW    m2, Z18, Z10; \
-	VPMADDUBSW    m2, Z25, Z6; \
-	VPSUBW        Z6, Z10, Z10; \
+	VPXORD        m2, Z27, Z10; \
+	VPMADDUBSW    Z18, Z10, Z10; \
 	VPDPWSSD      Z22, Z10, zacc; \
-	VPMADDUBSW    m3, Z19, Z11; \
-	VPMADDUBSW    m3, Z25, Z7; \
-	VPSUBW        Z7, Z11, Z11; \
+	VPXORD        m3, Z27, Z11; \
+	VPMADDUBSW    Z19, Z11, Z11; \
 	VPDPWSSD      Z23, Z11, zacc; \
 	VEXTRACTI64X4 $1, zacc, Y8; \
-	VPADDD        Y8, yacc, yacc
+	VPADDD        Y8, yacc, yacc; \
+	VPSUBD        Y15, yacc, yacc
 
 // FMA_ROWZ adds row k's int32 lanes ylanes, converted, times
 // d = dy_k·f16(x.d) (dy_k at doff(R13), f16(x.d) in X13's lane 0) to its
@@ -720,6 +720,7 @@ q3z4clear:
 	JNZ     q3z4clear
 	ZMM_CONST(0x03030303, X24, Z24)
 	ZMM_CONST(0x04040404, X25, Z25)
+	ZMM_CONST(0x80808080, X27, Z27)
 	VMOVDQU64 k3zperm<>+0(SB), Z26
 	VMOVDQU64 k3zperm<>+64(SB), Z28
 	VMOVDQU64 k3zperm<>+128(SB), Z29
@@ -745,6 +746,11 @@ q3z4block:
 	VPADDB   Z25, Z17, K2, Z17
 	VPADDB   Z25, Z18, K3, Z18
 	VPADDB   Z25, Z19, K4, Z19
+	// Signed levels q3 = u-4, for VPMADDUBSW against the rows' q8+128.
+	VPSUBB   Z25, Z16, Z16
+	VPSUBB   Z25, Z17, Z17
+	VPSUBB   Z25, Z18, Z18
+	VPSUBB   Z25, Z19, Z19
 
 	MOVL    96(SI), AX
 	MOVL    100(SI), BX
@@ -791,6 +797,18 @@ q3z4block:
 	VPERMW    Z8, Z28, Z21
 	VPERMW    Z8, Z29, Z22
 	VPERMW    Z8, Z30, Z23
+	// Y15: the block's lanes of Σ scale·128·q3, which the rows' sums
+	// against q8+128 carry on top of their Σ scale·q3·q8.
+	VPMADDUBSW    Z16, Z27, Z4
+	VPMADDWD      Z20, Z4, Z15
+	VPMADDUBSW    Z17, Z27, Z5
+	VPDPWSSD      Z21, Z5, Z15
+	VPMADDUBSW    Z18, Z27, Z6
+	VPDPWSSD      Z22, Z6, Z15
+	VPMADDUBSW    Z19, Z27, Z7
+	VPDPWSSD      Z23, Z7, Z15
+	VEXTRACTI64X4 $1, Z15, Y8
+	VPADDD        Y8, Y15, Y15
 
 	MOVWLZX      108(SI), R11
 	VMOVD        R11, X12
@@ -802,10 +820,10 @@ q3z4block:
 	XORL AX, AX
 	MOVQ R10, R11
 q3z4act:
-	ZACT43(4(R12), 68(R12), 132(R12), 196(R12), Z0, Y0)
-	ZACT43(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), Z1, Y1)
-	ZACT43(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), Z2, Y2)
-	ZACT43(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), Z3, Y3)
+	ZACT43X(4(R12), 68(R12), 132(R12), 196(R12), Z0, Y0)
+	ZACT43X(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), Z1, Y1)
+	ZACT43X(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), Z2, Y2)
+	ZACT43X(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), Z3, Y3)
 	FMA_ROWZ(Y0, 0, 0)
 	FMA_ROWZ(Y1, 4, 32)
 	FMA_ROWZ(Y2, 8, 64)
