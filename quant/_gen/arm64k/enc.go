@@ -63,6 +63,7 @@ var (
 	vSUBB   = same3{"sub", 0x6e208400, "16b", "16b", "16b"}
 	vADDH   = same3{"add", 0x4e608400, "8h", "8h", "8h"}
 	vADDS   = same3{"add", 0x4ea08400, "4s", "4s", "4s"}
+	vSUBS   = same3{"sub", 0x6ea08400, "4s", "4s", "4s"}
 	vADDPH  = same3{"addp", 0x4e60bc00, "8h", "8h", "8h"}
 	vADDPS  = same3{"addp", 0x4ea0bc00, "4s", "4s", "4s"}
 	vMULS   = same3{"mul", 0x4ea09c00, "4s", "4s", "4s"}

@@ -341,23 +341,7 @@ func q3k(a *asm, set string, c int) {
 	a.op("SUBS $1, %s", rN)
 	a.op("BNE %s_block", name)
 	counts[fmt.Sprintf("Q3_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
-	// hsum8: r_k = lane k+4 + lane k, then (r0+r2) + (r1+r3), in lane 0.
-	for i := 0; i < c; i++ {
-		a.op("FLDPQ %s, (F8, F9)", facc(i))
-		a.i(vFADDS.of(8, 9, 8))
-		a.i(dupElem(10, 8, 2))
-		a.i(vFADDS.of(10, 8, 10)) // lane 0: r0+r2
-		a.i(dupElem(11, 8, 3))
-		a.i(vFADDS.of(11, 8, 11)) // lane 1: r1+r3
-		a.i(dupElem(11, 11, 1))
-		a.i(vFADDS.of(10, 10, 11))
-		if i < c-1 {
-			a.op("VST1.P V10.S[0], (%s)(%s)", rY, rYS)
-		} else {
-			a.op("VST1 V10.S[0], (%s)", rY)
-		}
-	}
-	a.op("RET")
+	hsum8Epilogue(a, c, facc)
 }
 
 // k35DeclFile writes k35_decl_arm64.go: the kernels' declarations and
