@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "70544e2f828e097f"
+const kernelRevision = "ccf52f2e745dcdd7"
