@@ -94,39 +94,51 @@ func dotQ4_KQ8_KGo(w, a []byte) float32 {
 	return sum
 }
 
-// dotQ6_KQ8_KGo is ggml_vec_dot_q6_K_q8_K: per super-block of 256,
-// sum += d*dy * Σ_sub16 scale*Σ (q6-32)*q8.
+// dotQ6_KQ8_KGo is ggml_vec_dot_q6_K_q8_K on AVX2 (the haswell build the
+// conformance files come from), in its float order: per super-block, eight
+// int32 lanes, lane l (0..7) the sum over the eight 32-value chunks of
+// scale·Σ q6·q8 over values 4l..4l+3 of the chunk, q6 unsigned (0..63),
+// the scale that of the chunk's first 16 values for lanes 0..3, of its
+// last 16 for lanes 4..7; then the -32 offset comes off through the bsums,
+// sub-blocks 2l and 2l+1 from lane l (ggml's q8sclsub:
+// lane l -= 32·(sc[2l]·bsum[2l] + sc[2l+1]·bsum[2l+1])). All exact in
+// int32. Then acc[l] = fma(d, float32(lane l), acc[l]) with
+// d = dy*f16(x.d), and the result is hsum8(acc).
 func dotQ6_KQ8_KGo(w, a []byte) float32 {
-	var sum float32
+	var acc [8]float32
 	nb := len(w) / q6_KBytes
 	for b := 0; b < nb; b++ {
 		x := (*[q6_KBytes]byte)(w[b*q6_KBytes:])
 		y := (*[q8_KBytes]byte)(a[b*q8_KBytes:])
-		var sumi int32
+		var lane [8]int32
 		for h := 0; h < 2; h++ { // halves of 128 values; layout as in dequantizeQ6_K
 			ql := (*[64]byte)(x[64*h:])
 			qh := (*[32]byte)(x[128+32*h:])
 			sc := (*[8]byte)(x[192+8*h:])
 			q8 := (*[128]byte)(y[4+128*h:])
-			for half := 0; half < 2; half++ { // l in [0,16) uses scales 0,2,4,6; [16,32) uses 1,3,5,7
-				var s1, s2, s3, s4 int32
-				for l := 16 * half; l < 16*half+16; l++ {
-					q1 := int32(ql[l]&0xf|(qh[l]&3)<<4) - 32
-					q2 := int32(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-					q3 := int32(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-					q4 := int32(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-					s1 += q1 * int32(int8(q8[l]))
-					s2 += q2 * int32(int8(q8[l+32]))
-					s3 += q3 * int32(int8(q8[l+64]))
-					s4 += q4 * int32(int8(q8[l+96]))
-				}
-				sumi += int32(int8(sc[half+0]))*s1 + int32(int8(sc[half+2]))*s2 +
-					int32(int8(sc[half+4]))*s3 + int32(int8(sc[half+6]))*s4
+			for l := 0; l < 32; l++ { // l in [0,16) uses scales 0,2,4,6; [16,32) uses 1,3,5,7
+				half := l / 16
+				q1 := int32(ql[l]&0xf | (qh[l]&3)<<4)
+				q2 := int32(ql[l+32]&0xf | (qh[l]>>2&3)<<4)
+				q3 := int32(ql[l]>>4 | (qh[l]>>4&3)<<4)
+				q4 := int32(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
+				lane[l/4] += int32(int8(sc[half+0]))*q1*int32(int8(q8[l])) +
+					int32(int8(sc[half+2]))*q2*int32(int8(q8[l+32])) +
+					int32(int8(sc[half+4]))*q3*int32(int8(q8[l+64])) +
+					int32(int8(sc[half+6]))*q4*int32(int8(q8[l+96]))
 			}
 		}
-		sum += float32(f16At(x[208:]) * f32At(y[0:]) * float32(sumi)) // rounded alone, as above
+		for l := 0; l < 8; l++ {
+			b0 := int32(int16(le16(y[4+qkK+4*l:])))
+			b1 := int32(int16(le16(y[4+qkK+4*l+2:])))
+			lane[l] -= 32 * (int32(int8(x[192+2*l]))*b0 + int32(int8(x[192+2*l+1]))*b1)
+		}
+		d := f32At(y[0:]) * f16At(x[208:])
+		for l := range acc {
+			acc[l] = fma32(d, float32(lane[l]), acc[l])
+		}
 	}
-	return sum
+	return hsum8(&acc)
 }
 
 // dotF16Go is ggml_vec_dot_f16 on F16 weights and activations already

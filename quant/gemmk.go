@@ -3,8 +3,9 @@ package quant
 // Batched Q4_K and Q6_K products (kernelSet.gemmK). Their results are
 // defined by the per-row Go twins: output (row r, activation row i) is
 // dotQ4_KQ8_KGo or dotQ6_KQ8_KGo of weight row r and activation row i, bit
-// for bit, with the same exact integer sums per super-block and the same
-// float32 operations in the same order, each rounded alone. The kernels
+// for bit, with the same exact integer sums per super-block (Q6_K: the same
+// eight int32 lanes) and the same float32 operations in the same order,
+// each rounded once (Q6_K's fused multiply-adds are one rounding). The kernels
 // differ only in how much work they share: a super-block of weights is
 // unpacked once and applied to several activation rows, or several rows are
 // read at once for one activation row. So a row's outputs do not depend on

@@ -68,9 +68,9 @@ func gemmQ6KZDecode(w []byte, rb, lo, hi int, a []byte, nb int, y []float32, s i
 // gemmQ6KZBatch computes rows [lo, hi) against n ≥ 2 activation rows:
 // q6kZTileRows weight rows at a time, q6kZChunk super-blocks at a time,
 // against every activation row, at most q6kZCols a kernel call, in balanced
-// widths. The kernels add each super-block's term to float32 sums kept per
-// (row, call) in the twin's order, so the chunks change no bit; the sums go
-// to y when a tile is done.
+// widths. The kernels add each super-block's terms to eight float32 lanes
+// per output, kept per (row, call), in the twin's order, so the chunks
+// change no bit; the lanes' hsum8 goes to y when a tile is done.
 func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
 	calls := (n + q6kZCols - 1) / q6kZCols
 	tr := q6kZTileRows
@@ -78,7 +78,7 @@ func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float
 	// the kernels' 16-float loads past the last, then the tile's sums.
 	pb := q6kDyBufs.Get().(*[]float32)
 	defer q6kDyBufs.Put(pb)
-	need := nb*n + q6kZCols + tr*calls*q6kZCols
+	need := nb*n + q6kZCols + 8*tr*calls*q6kZCols
 	if cap(*pb) < need {
 		*pb = make([]float32, need)
 	}
@@ -119,7 +119,7 @@ func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float
 				f := q6kZTBatch[cc-1]
 				for r := r0; r < r1; r++ {
 					f(&w[r*rb+b0*q6_KBytes], &at[(b0*n+c0)*q6kZActBytes], n*q6kZActBytes, cnt, &dy[b0*n+c0], 4*n,
-						&sums[((r-r0)*calls+j)*q6kZCols], pf)
+						&sums[8*((r-r0)*calls+j)*q6kZCols], pf)
 				}
 				c0 += cc
 			}
@@ -127,9 +127,9 @@ func gemmQ6KZBatch(w []byte, rb, lo, hi int, a []byte, arb, n, nb int, y []float
 		for r := r0; r < r1; r++ {
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)
-				s := sums[((r-r0)*calls+j)*q6kZCols:]
+				s := sums[8*((r-r0)*calls+j)*q6kZCols:]
 				for i := 0; i < cc; i++ {
-					y[(c0+i)*ys+r] = s[i]
+					y[(c0+i)*ys+r] = hsum8((*[8]float32)(s[8*i:]))
 				}
 				c0 += cc
 			}

@@ -377,7 +377,7 @@ func TestGemmKQ6KZShapes(t *testing.T) {
 					i0 := rng.IntN(acts - c + 1)
 					r := rng.IntN(rows)
 					h := rng.IntN(nb + 1)
-					sums := make([]float32, q6kZCols)
+					sums := make([]float32, 8*q6kZCols) // eight float32 lanes an activation row
 					run := func(b0, cnt int) {
 						if cnt == 0 {
 							return
@@ -388,7 +388,7 @@ func TestGemmKQ6KZShapes(t *testing.T) {
 					run(0, h)
 					run(h, nb-h)
 					for i := 0; i < c; i++ {
-						if got, exp := sums[i], want[(i0+i)*rows+r]; !sameFloat(got, exp) {
+						if got, exp := hsum8((*[8]float32)(sums[8*i:])), want[(i0+i)*rows+r]; !sameFloat(got, exp) {
 							t.Fatalf("Q6_K TC%d %s nb=%d split %d: row %d activation %d = %v, Go twin %v",
 								c, kind, nb, h, r, i0+i, got, exp)
 						}

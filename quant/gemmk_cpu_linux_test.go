@@ -296,7 +296,7 @@ func TestGemmKQ6KZKernelsCPUTime(t *testing.T) {
 	a := kActRows(rng, q6kZCols, nb, "quantized")
 	rb, arb := nb*q6_KBytes, nb*q8_KBytes
 	dy := make([]float32, nb*q6kZCols+q6kZCols)
-	sums := make([]float32, q6kZCols)
+	sums := make([]float32, 8*q6kZCols) // eight float32 lanes an activation row
 	y := make([]float32, 64)
 	best := map[string]float64{}
 	names := []string{"avx2 R4C1", "avx2 R1C8"}

@@ -82,12 +82,18 @@ func q5kValue(x *[q5_KBytes]byte, i int) int32 {
 	return q | int32(x[16+i%32]>>(i/32)&1)<<4
 }
 
-// dotQ3_KQ8_KGo is ggml_vec_dot_q3_K_q8_K: per super-block of 256,
-// sum += d*dy * Σ_sub16 (scale-32)*Σ q3*q8 with q3 in [-4, 3]. ggml's
-// generic code spreads the integer sum over 8 lanes before scaling; the
-// total is the same integer, scaled once here.
+// dotQ3_KQ8_KGo is ggml_vec_dot_q3_K_q8_K on AVX2 (the haswell build the
+// conformance files come from), in its float order: per super-block, eight
+// int32 lanes, lane l (0..7) the sum over the eight 32-value chunks of
+// (scale-32)·Σ q3·q8 over values 4l..4l+3 of the chunk (what VPMADDUBSW,
+// VPSUBW of the high-bit part and VPMADDWD by the chunk's scale word pair
+// leave in lane l), q3 in [-4, 3] and the scale that of the chunk's first
+// 16 values for lanes 0..3, of its last 16 for lanes 4..7; exact in
+// int32. Then acc[l] = fma(d, float32(lane l), acc[l]) with
+// d = dy*f16(x.d), and the result is hsum8(acc). Summing the lanes as one
+// integer and scaling once (ggml's NEON order) rounds differently.
 func dotQ3_KQ8_KGo(w, a []byte) float32 {
-	var sum float32
+	var acc [8]float32
 	nb := len(w) / q3_KBytes
 	for b := 0; b < nb; b++ {
 		x := (*[q3_KBytes]byte)(w[b*q3_KBytes:])
@@ -95,26 +101,24 @@ func dotQ3_KQ8_KGo(w, a []byte) float32 {
 		sc := q3kScales((*[12]byte)(x[96:]))
 		hm := (*[32]byte)(x[0:])
 		q8 := (*[qkK]byte)(y[4:])
-		var sumi int32
+		var lane [8]int32
 		for h := 0; h < 2; h++ { // halves of 128 values
 			qs := (*[32]byte)(x[32+32*h:])
 			for j := 0; j < 4; j++ { // 32 values: bits 2j of qs, bit 4h+j of hmask
 				shift, m := 2*j, byte(1)<<(4*h+j)
 				o := 128*h + 32*j
-				var s0, s1 int32
-				for l := 0; l < 16; l++ {
-					q0 := int32(qs[l]>>shift&3) - 4*b2i32(hm[l]&m == 0)
-					q1 := int32(qs[l+16]>>shift&3) - 4*b2i32(hm[l+16]&m == 0)
-					s0 += q0 * int32(int8(q8[o+l]))
-					s1 += q1 * int32(int8(q8[o+16+l]))
+				for l := 0; l < 32; l++ {
+					q := int32(qs[l]>>shift&3) - 4*b2i32(hm[l]&m == 0)
+					lane[l/4] += int32(sc[o/16+l/16]) * q * int32(int8(q8[o+l]))
 				}
-				sumi += int32(sc[o/16])*s0 + int32(sc[o/16+1])*s1
 			}
 		}
-		// Rounded alone (see dotQ4_KQ8_KGo): no FMADD on arm64.
-		sum += float32(f16At(x[108:]) * f32At(y[0:]) * float32(sumi))
+		d := f32At(y[0:]) * f16At(x[108:])
+		for l := range acc {
+			acc[l] = fma32(d, float32(lane[l]), acc[l])
+		}
 	}
-	return sum
+	return hsum8(&acc)
 }
 
 func b2i32(b bool) int32 {

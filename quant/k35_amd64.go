@@ -37,8 +37,8 @@ func hookK35(s *kernelSet) {
 }
 
 // k35RowFunc is the signature of the row kernels: one weight row of nb > 0
-// super-blocks against c > 0 activation rows arb bytes apart, output i at
-// y[i*ys].
+// super-blocks against 0 < c <= 16 activation rows arb bytes apart (Q3_K's
+// keep eight float32 lanes a row on the stack), output i at y[i*ys].
 type k35RowFunc = func(w, a *byte, arb, nb int, y *float32, ys, c int)
 
 // k35Row4Func is the signature of the grouped row kernels: k35RowFunc for
@@ -97,6 +97,9 @@ func gemmK35(f k35RowFunc, f4 k35Row4Func, bs int, w []byte, rb, lo, hi int, a [
 		return
 	}
 	nb := rb / bs
+	// The kernels keep at most 16 rows' sums (Q3_K's row kernels eight
+	// float32 lanes a row on the stack): no more, whatever k35Acts says.
+	acts := min(k35Acts, 16)
 	if nb == 0 {
 		for i := 0; i < n; i++ {
 			clear(y[i*ys+lo : i*ys+hi])
@@ -117,8 +120,8 @@ func gemmK35(f k35RowFunc, f4 k35Row4Func, bs int, w []byte, rb, lo, hi int, a [
 			*pb = make([]float32, nb*n)
 		}
 		dy = (*pb)[:nb*n]
-		for c0 := 0; c0 < n; c0 += k35Acts {
-			c4 := min(k35Acts, n-c0) &^ 3
+		for c0 := 0; c0 < n; c0 += acts {
+			c4 := min(acts, n-c0) &^ 3
 			for b := 0; b < nb; b++ {
 				for i := 0; i < c4; i++ {
 					dy[c0*nb+b*c4+i] = f32At(a[(c0+i)*arb+b*q8_KBytes:])
@@ -128,8 +131,8 @@ func gemmK35(f k35RowFunc, f4 k35Row4Func, bs int, w []byte, rb, lo, hi int, a [
 	}
 	for r0 := lo; r0 < hi; r0 += k35TileRows {
 		r1 := min(r0+k35TileRows, hi)
-		for c0 := 0; c0 < n; c0 += k35Acts {
-			c := min(k35Acts, n-c0)
+		for c0 := 0; c0 < n; c0 += acts {
+			c := min(acts, n-c0)
 			c4 := 0
 			if dy != nil {
 				c4 = c &^ 3

@@ -10,9 +10,12 @@
 // int16 vectors), then applied to each activation row: so the rows of a
 // batch share the unpacking, and each output is the Go twin's bits
 // whatever c. Per super-block and row the integer sums are exact int32
-// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating), reduced
-// to one scalar; the float32 steps are the twin's, in its order, each
-// rounded alone (no FMA).
+// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating). Q5_K's
+// are reduced to one scalar and its float32 steps are the twin's, in its
+// order, each rounded alone (no FMA). Q3_K's stay eight lanes, ggml's AVX2
+// ones, and go into eight float32 lanes a row (VFMADD231PS, the twin's
+// fma32) kept on the stack, summed as hsum8 at the end: so the row kernels
+// take c <= 16.
 
 // k35bcast<>+32j broadcasts int16 word j of a lane pair to all 16 words.
 DATA k35bcast<>+0x00(SB)/8, $0x0100010001000100
@@ -90,6 +93,41 @@ GLOBL k3pair<>(SB), RODATA|NOPTR, $128
 	VPMADDUBSW aoff(R12), u, t; \
 	VPMADDWD   soff(SP), t, t; \
 	VPADDD     t, Y8, Y8
+
+// Q3CHUNK adds to Y8 the scaled lanes of Q3_K chunk j (32 values) of the
+// activation row at R12, as ggml's AVX2 kernel: VPMADDUBSW pair sums of
+// u·q8 less those of 4·q8 (Y14, 0x04 bytes), so q3·q8 with q3 = u-4 (at
+// most 2·4·128 a pair), then VPMADDWD by the scale words: lane l sums
+// values 4l..4l+3 of the chunk. Levels in u, activations at aoff(R12)
+// (4+32j), scale vector at soff(SP) (32j).
+#define Q3CHUNK(u, aoff, soff, t, t2) \
+	VPMADDUBSW aoff(R12), u, t; \
+	VPMADDUBSW aoff(R12), Y14, t2; \
+	VPSUBW     t2, t, t; \
+	VPMADDWD   soff(SP), t, t; \
+	VPADDD     t, Y8, Y8
+
+// FMA_ROW adds row k's int32 lanes ylanes, converted, times
+// d = dy_k·f16(x.d) (dy_k at doff(R13), f16(x.d) in X13's lane 0) to its
+// float32 lanes at aoff(SP)(AX*1), one rounding a lane as VFMADD231PS.
+#define FMA_ROW(ylanes, doff, aoff) \
+	VCVTDQ2PS    ylanes, ylanes; \
+	VMULSS       doff(R13), X13, X8; \
+	VBROADCASTSS X8, Y8; \
+	VMOVUPS      aoff(SP)(AX*1), Y9; \
+	VFMADD231PS  Y8, ylanes, Y9; \
+	VMOVUPS      Y9, aoff(SP)(AX*1)
+
+// HSUM8F leaves in x's lane 0 the sum of y's eight float32 lanes in
+// ggml's hsum_float_8 order (hsum8): r_i = y[i+4]+y[i], then
+// (r0+r2) + (r1+r3); x is y's lower half, t a temporary.
+#define HSUM8F(y, x, t) \
+	VEXTRACTF128 $1, y, t; \
+	VADDPS       x, t, x; \
+	VPSHUFD      $0x4e, x, t; \
+	VADDPS       t, x, x; \
+	VMOVSHDUP    x, t; \
+	VADDSS       t, x, x
 
 // HSUM4 leaves in x the sums of the int32 lanes of y0..y3, one each, in
 // that order (lane k for activation row k of a group), using Y8 and Y9.
@@ -244,7 +282,7 @@ q5act:
 	RET
 
 // func q3kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·q3kRowAVX2(SB), NOSPLIT, $288-56
+TEXT ·q3kRowAVX2(SB), 0, $768-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -254,14 +292,15 @@ TEXT ·q3kRowAVX2(SB), NOSPLIT, $288-56
 	SHLQ $2, R9
 	MOVQ c+48(FP), R10
 
-	MOVQ  DX, R13
-	MOVQ  R10, R11
-	XORL  AX, AX
+	// Each output's eight float32 lanes at 256(SP)+32i (c <= 16).
+	VXORPS Y8, Y8, Y8
+	LEAQ   256(SP), R13
+	MOVQ   R10, R11
 q3clear:
-	MOVL AX, (R13)
-	ADDQ R9, R13
-	DECQ R11
-	JNZ  q3clear
+	VMOVUPS Y8, (R13)
+	ADDQ    $32, R13
+	DECQ    R11
+	JNZ     q3clear
 
 	MOVL         $0x03030303, AX
 	VMOVD        AX, X15
@@ -272,7 +311,7 @@ q3clear:
 
 q3block:
 	// Levels u = q3+4 in 0..7: 2 bits of qs, the third from hmask (bit
-	// i/32 of byte i%32), so Σ q3·q8 = Σ u·q8 - 4·Σ q8 (the bsums).
+	// i/32 of byte i%32); q3·q8 = u·q8 - 4·q8, taken out per pair (Q3CHUNK).
 	VMOVDQU 0(SI), Y13
 	VMOVDQU 32(SI), Y12
 	VPAND   Y15, Y12, Y0
@@ -368,42 +407,34 @@ q3block:
 	VPSHUFB   k3pair<>+0x70(SB), X8, X9
 	VPMOVSXBW X9, Y9
 	VMOVDQU   Y9, 224(SP)
-	// Scale k against bsum k.
-	VPMOVSXBW X8, Y9
-	VMOVDQU   Y9, 256(SP)
 
 	MOVWLZX   108(SI), R11
 	VMOVD     R11, X12
 	VCVTPH2PS X12, X12 // d
 
 	MOVQ DI, R12
-	MOVQ DX, R13
+	LEAQ 256(SP), R13
 	MOVQ R10, R11
 q3act:
 	VPMADDUBSW 4(R12), Y0, Y8
+	VPMADDUBSW 4(R12), Y14, Y11
+	VPSUBW     Y11, Y8, Y8
 	VPMADDWD   0(SP), Y8, Y8
-	CHUNK(Y1, 36, 32, Y9)
-	CHUNK(Y2, 68, 64, Y10)
-	CHUNK(Y3, 100, 96, Y9)
-	CHUNK(Y4, 132, 128, Y10)
-	CHUNK(Y5, 164, 160, Y9)
-	CHUNK(Y6, 196, 192, Y10)
-	CHUNK(Y7, 228, 224, Y9)
-	VMOVDQU      260(R12), Y11
-	VPMADDWD     256(SP), Y11, Y11
-	VPSLLD       $2, Y11, Y11
-	VPSUBD       Y11, Y8, Y8
-	VEXTRACTI128 $1, Y8, X10
-	VPADDD       X10, X8, X8
-	VPHADDD      X8, X8, X8
-	VPHADDD      X8, X8, X8
-	VCVTDQ2PS    X8, X8
-	VMULSS       0(R12), X12, X10 // d·dy
-	VMULSS       X10, X8, X8
-	VADDSS       (R13), X8, X8
-	VMOVSS       X8, (R13)
+	Q3CHUNK(Y1, 36, 32, Y9, Y11)
+	Q3CHUNK(Y2, 68, 64, Y10, Y13)
+	Q3CHUNK(Y3, 100, 96, Y9, Y11)
+	Q3CHUNK(Y4, 132, 128, Y10, Y13)
+	Q3CHUNK(Y5, 164, 160, Y9, Y11)
+	Q3CHUNK(Y6, 196, 192, Y10, Y13)
+	Q3CHUNK(Y7, 228, 224, Y9, Y11)
+	VCVTDQ2PS    Y8, Y8
+	VMULSS       0(R12), X12, X10 // d = dy·f16(x.d)
+	VBROADCASTSS X10, Y10
+	VMOVUPS      (R13), Y9
+	VFMADD231PS  Y10, Y8, Y9
+	VMOVUPS      Y9, (R13)
 	ADDQ         R8, R12
-	ADDQ         R9, R13
+	ADDQ         $32, R13
 	DECQ         R11
 	JNZ          q3act
 
@@ -411,6 +442,16 @@ q3act:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q3block
+
+	LEAQ 256(SP), R13
+q3store:
+	VMOVUPS (R13), Y0
+	HSUM8F(Y0, X0, X2)
+	VMOVSS  X0, (DX)
+	ADDQ    R9, DX
+	ADDQ    $32, R13
+	DECQ    R10
+	JNZ     q3store
 	VZEROUPPER
 	RET
 
@@ -418,8 +459,9 @@ q3act:
 //
 // q3kRowAVX2 for c = 4, 8, 12 or 16 activation rows, four at a time as
 // q3kRowZ4 does: the levels wait on the stack (288(SP)), each 32-value
-// chunk loaded once for the four rows; sums at 544(SP).
-TEXT ·q3kRowAVX2G(SB), NOSPLIT, $608-64
+// chunk loaded once for the four rows; each output's eight float32 lanes
+// at 544(SP)+32i.
+TEXT ·q3kRowAVX2G(SB), 0, $1056-64
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -428,9 +470,14 @@ TEXT ·q3kRowAVX2G(SB), NOSPLIT, $608-64
 	SHLQ $2, R9
 	MOVQ c+48(FP), R10
 	MOVQ dy+56(FP), R13
-	VPXOR   Y8, Y8, Y8
-	VMOVDQU Y8, 544(SP)
-	VMOVDQU Y8, 576(SP)
+	VXORPS Y8, Y8, Y8
+	LEAQ   544(SP), R11
+	MOVQ   R10, R12
+q3kRowAVX2Gclear:
+	VMOVUPS Y8, (R11)
+	ADDQ    $32, R11
+	DECQ    R12
+	JNZ     q3kRowAVX2Gclear
 
 q3kRowAVX2Gblock:
 	MOVL         $0x03030303, AX
@@ -440,7 +487,7 @@ q3kRowAVX2Gblock:
 	VMOVD        AX, X14
 	VPBROADCASTD X14, Y14
 	// Levels u = q3+4 in 0..7: 2 bits of qs, the third from hmask (bit
-	// i/32 of byte i%32), so Σ q3·q8 = Σ u·q8 - 4·Σ q8 (the bsums).
+	// i/32 of byte i%32).
 	VMOVDQU 0(SI), Y13
 	VMOVDQU 32(SI), Y12
 	VPAND   Y15, Y12, Y0
@@ -536,22 +583,58 @@ q3kRowAVX2Gblock:
 	VPSHUFB   k3pair<>+0x70(SB), X8, X9
 	VPMOVSXBW X9, Y9
 	VMOVDQU   Y9, 224(SP)
-	// Scale k against bsum k.
-	VPMOVSXBW X8, Y9
-	VMOVDQU   Y9, 256(SP)
 
 	MOVWLZX   108(SI), R11
 	VMOVD     R11, X12
 	VCVTPH2PS X12, X12 // d
-	VMOVDQU Y0, 288(SP)
-	VMOVDQU Y1, 320(SP)
-	VMOVDQU Y2, 352(SP)
-	VMOVDQU Y3, 384(SP)
-	VMOVDQU Y4, 416(SP)
-	VMOVDQU Y5, 448(SP)
-	VMOVDQU Y6, 480(SP)
-	VMOVDQU Y7, 512(SP)
 	VBROADCASTSS X12, X13 // d
+	// Signed levels q3 = u-4 wait on the stack, for VPMADDUBSW against
+	// the rows' q8+128 (XOR with Y14's 0x80 bytes); Y15 gets the block's
+	// lanes of Σ scale·128·q3, which those sums carry on top of
+	// Σ scale·q3·q8.
+	MOVL         $0x80808080, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	VPSUBB     Y14, Y0, Y0
+	VMOVDQU    Y0, 288(SP)
+	VPMADDUBSW Y0, Y15, Y0
+	VPMADDWD   0(SP), Y0, Y0
+	VPSUBB     Y14, Y1, Y1
+	VMOVDQU    Y1, 320(SP)
+	VPMADDUBSW Y1, Y15, Y1
+	VPMADDWD   32(SP), Y1, Y1
+	VPSUBB     Y14, Y2, Y2
+	VMOVDQU    Y2, 352(SP)
+	VPMADDUBSW Y2, Y15, Y2
+	VPMADDWD   64(SP), Y2, Y2
+	VPSUBB     Y14, Y3, Y3
+	VMOVDQU    Y3, 384(SP)
+	VPMADDUBSW Y3, Y15, Y3
+	VPMADDWD   96(SP), Y3, Y3
+	VPSUBB     Y14, Y4, Y4
+	VMOVDQU    Y4, 416(SP)
+	VPMADDUBSW Y4, Y15, Y4
+	VPMADDWD   128(SP), Y4, Y4
+	VPSUBB     Y14, Y5, Y5
+	VMOVDQU    Y5, 448(SP)
+	VPMADDUBSW Y5, Y15, Y5
+	VPMADDWD   160(SP), Y5, Y5
+	VPSUBB     Y14, Y6, Y6
+	VMOVDQU    Y6, 480(SP)
+	VPMADDUBSW Y6, Y15, Y6
+	VPMADDWD   192(SP), Y6, Y6
+	VPSUBB     Y14, Y7, Y7
+	VMOVDQU    Y7, 512(SP)
+	VPMADDUBSW Y7, Y15, Y7
+	VPMADDWD   224(SP), Y7, Y7
+	VPADDD     Y1, Y0, Y0
+	VPADDD     Y3, Y2, Y2
+	VPADDD     Y5, Y4, Y4
+	VPADDD     Y7, Y6, Y6
+	VPADDD     Y2, Y0, Y0
+	VPADDD     Y6, Y4, Y4
+	VMOVDQA    Y15, Y14
+	VPADDD     Y4, Y0, Y15
 
 	MOVQ DI, R12
 	LEAQ (R8)(R8*2), R14
@@ -559,129 +642,149 @@ q3kRowAVX2Gblock:
 	MOVQ R10, R11
 q3kRowAVX2Gact:
 	VMOVDQU 288(SP), Y10
-	VPMADDUBSW 4(R12), Y10, Y11
+	VPXOR      4(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   0(SP), Y11, Y0
-	VPMADDUBSW 4(R12)(R8*1), Y10, Y11
-	VPMADDWD   0(SP), Y11, Y1
-	VPMADDUBSW 4(R12)(R8*2), Y10, Y11
+	VPXOR      4(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   0(SP), Y12, Y1
+	VPXOR      4(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   0(SP), Y11, Y2
-	VPMADDUBSW 4(R12)(R14*1), Y10, Y11
-	VPMADDWD   0(SP), Y11, Y3
+	VPXOR      4(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   0(SP), Y12, Y3
 	VMOVDQU 320(SP), Y10
-	VPMADDUBSW 36(R12), Y10, Y11
+	VPXOR      36(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   32(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 36(R12)(R8*1), Y10, Y11
-	VPMADDWD   32(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 36(R12)(R8*2), Y10, Y11
+	VPXOR      36(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   32(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      36(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   32(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 36(R12)(R14*1), Y10, Y11
-	VPMADDWD   32(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
+	VPXOR      36(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   32(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
 	VMOVDQU 352(SP), Y10
-	VPMADDUBSW 68(R12), Y10, Y11
+	VPXOR      68(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   64(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 68(R12)(R8*1), Y10, Y11
-	VPMADDWD   64(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 68(R12)(R8*2), Y10, Y11
+	VPXOR      68(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   64(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      68(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   64(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 68(R12)(R14*1), Y10, Y11
-	VPMADDWD   64(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
+	VPXOR      68(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   64(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
 	VMOVDQU 384(SP), Y10
-	VPMADDUBSW 100(R12), Y10, Y11
+	VPXOR      100(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   96(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 100(R12)(R8*1), Y10, Y11
-	VPMADDWD   96(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 100(R12)(R8*2), Y10, Y11
+	VPXOR      100(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   96(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      100(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   96(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 100(R12)(R14*1), Y10, Y11
-	VPMADDWD   96(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
+	VPXOR      100(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   96(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
 	VMOVDQU 416(SP), Y10
-	VPMADDUBSW 132(R12), Y10, Y11
+	VPXOR      132(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   128(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 132(R12)(R8*1), Y10, Y11
-	VPMADDWD   128(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 132(R12)(R8*2), Y10, Y11
+	VPXOR      132(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   128(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      132(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   128(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 132(R12)(R14*1), Y10, Y11
-	VPMADDWD   128(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
+	VPXOR      132(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   128(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
 	VMOVDQU 448(SP), Y10
-	VPMADDUBSW 164(R12), Y10, Y11
+	VPXOR      164(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   160(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 164(R12)(R8*1), Y10, Y11
-	VPMADDWD   160(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 164(R12)(R8*2), Y10, Y11
+	VPXOR      164(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   160(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      164(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   160(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 164(R12)(R14*1), Y10, Y11
-	VPMADDWD   160(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
+	VPXOR      164(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   160(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
 	VMOVDQU 480(SP), Y10
-	VPMADDUBSW 196(R12), Y10, Y11
+	VPXOR      196(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   192(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 196(R12)(R8*1), Y10, Y11
-	VPMADDWD   192(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 196(R12)(R8*2), Y10, Y11
+	VPXOR      196(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   192(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      196(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   192(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 196(R12)(R14*1), Y10, Y11
-	VPMADDWD   192(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
+	VPXOR      196(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   192(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
 	VMOVDQU 512(SP), Y10
-	VPMADDUBSW 228(R12), Y10, Y11
+	VPXOR      228(R12), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   224(SP), Y11, Y11
 	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW 228(R12)(R8*1), Y10, Y11
-	VPMADDWD   224(SP), Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW 228(R12)(R8*2), Y10, Y11
+	VPXOR      228(R12)(R8*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   224(SP), Y12, Y12
+	VPADDD     Y12, Y1, Y1
+	VPXOR      228(R12)(R8*2), Y14, Y11
+	VPMADDUBSW Y10, Y11, Y11
 	VPMADDWD   224(SP), Y11, Y11
 	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW 228(R12)(R14*1), Y10, Y11
-	VPMADDWD   224(SP), Y11, Y11
-	VPADDD     Y11, Y3, Y3
-	VMOVDQU 256(SP), Y10
-	VPMADDWD 260(R12), Y10, Y4
-	VPMADDWD 260(R12)(R8*1), Y10, Y5
-	VPMADDWD 260(R12)(R8*2), Y10, Y6
-	VPMADDWD 260(R12)(R14*1), Y10, Y7
-	// Σ q3·q8 = Σ u·q8 - 4·Σ scale·bsum.
-	VPSLLD $2, Y4, Y4
-	VPSLLD $2, Y5, Y5
-	VPSLLD $2, Y6, Y6
-	VPSLLD $2, Y7, Y7
-	VPSUBD Y4, Y0, Y0
-	VPSUBD Y5, Y1, Y1
-	VPSUBD Y6, Y2, Y2
-	VPSUBD Y7, Y3, Y3
-	HSUM4(Y0, Y1, Y2, Y3, X10)
-	VCVTDQ2PS X10, X10
-	VMULPS    (R13), X13, X8 // d·dy
-	VMULPS    X8, X10, X10
-	VMOVUPS   544(SP)(AX*1), X8
-	VADDPS    X10, X8, X8
-	VMOVUPS   X8, 544(SP)(AX*1)
+	VPXOR      228(R12)(R14*1), Y14, Y12
+	VPMADDUBSW Y10, Y12, Y12
+	VPMADDWD   224(SP), Y12, Y12
+	VPADDD     Y12, Y3, Y3
+	VPSUBD     Y15, Y0, Y0
+	VPSUBD     Y15, Y1, Y1
+	VPSUBD     Y15, Y2, Y2
+	VPSUBD     Y15, Y3, Y3
+	// Row k's lanes into its float32 lanes: acc = fma(dy·f16(x.d), lanes, acc).
+	FMA_ROW(Y0, 0, 544)
+	FMA_ROW(Y1, 4, 576)
+	FMA_ROW(Y2, 8, 608)
+	FMA_ROW(Y3, 12, 640)
 	LEAQ (R12)(R8*4), R12
 	ADDQ $16, R13
-	ADDQ $16, AX
+	ADDQ $128, AX
 	SUBQ $4, R11
 	JNZ  q3kRowAVX2Gact
 
@@ -691,14 +794,15 @@ q3kRowAVX2Gact:
 	JNZ  q3kRowAVX2Gblock
 
 	MOVQ y+32(FP), DX
-	XORL AX, AX
+	LEAQ 544(SP), R11
 q3kRowAVX2Gstore:
-	MOVL 544(SP)(AX*4), BX
-	MOVL BX, (DX)
-	ADDQ R9, DX
-	INCQ AX
-	CMPQ AX, R10
-	JB   q3kRowAVX2Gstore
+	VMOVUPS (R11), Y0
+	HSUM8F(Y0, X0, X2)
+	VMOVSS  X0, (DX)
+	ADDQ    R9, DX
+	ADDQ    $32, R11
+	DECQ    R10
+	JNZ     q3kRowAVX2Gstore
 	VZEROUPPER
 	RET
 

@@ -8,7 +8,9 @@ package quant
 // (gemmKNEON hands these types to gemmK35NEON). Exactness as for Q4_K
 // (kquant_arm64.go): Q5_K's int16 lanes sum four products of at most
 // 31·128, Q3_K's two of at most 4·128, all exact; each output is the Go
-// twin's bits whatever the batch.
+// twin's bits whatever the batch. Q3_K keeps ggml's AVX2 eight lanes (two
+// int32x4 a row, see quant/_gen/arm64k/k35.go) and eight float32 lanes a
+// row on the stack.
 
 // The hook only adds dots to the sets that hookKQuant gives a gemmK;
 // its order against hookKQuant does not matter.

@@ -6,7 +6,8 @@
 // contract and the arithmetic of k35_amd64.s (one weight row, c activation
 // rows, each output the Go twin's bits), on 64-value ZMM chunks: a
 // super-block's levels are 4 ZMM and its scale vectors 4 more, kept in
-// registers, and VPDPWSSD adds each chunk's scaled pair sums.
+// registers, and VPDPWSSD adds each chunk's scaled pair sums. Q3_K's
+// eight lanes and float32 lanes as in k35_amd64.s (c <= 16 here too).
 
 // k5zshift<> shifts the words of the lower 256 bits by 0, the upper by 4:
 // a group's low nibbles, then its high ones.
@@ -219,6 +220,74 @@ GLOBL k3zperm<>(SB), RODATA|NOPTR, $256
 	VPADDD        Y8, yacc, yacc; \
 	VPMADDWD      mb, Y27, ymin
 
+// ZACT3 is ZACT for Q3_K as ggml's AVX2 kernel computes it: each pair sum
+// of u·q8 less that of 4·q8 (Z25, 0x04 bytes), so of q3·q8 with q3 = u-4,
+// before the scale words; Y14's lane l then sums values 4l..4l+3 of every
+// 32-value chunk (ZMM lanes 8..15, chunk 2k+1's, folded onto 0..7).
+#define ZACT3 \
+	VPMADDUBSW    4(R12), Z0, Z14; \
+	VPMADDUBSW    4(R12), Z25, Z16; \
+	VPSUBW        Z16, Z14, Z14; \
+	VPMADDWD      Z4, Z14, Z14; \
+	VPMADDUBSW    68(R12), Z1, Z15; \
+	VPMADDUBSW    68(R12), Z25, Z17; \
+	VPSUBW        Z17, Z15, Z15; \
+	VPDPWSSD      Z5, Z15, Z14; \
+	VPMADDUBSW    132(R12), Z2, Z16; \
+	VPMADDUBSW    132(R12), Z25, Z18; \
+	VPSUBW        Z18, Z16, Z16; \
+	VPDPWSSD      Z6, Z16, Z14; \
+	VPMADDUBSW    196(R12), Z3, Z17; \
+	VPMADDUBSW    196(R12), Z25, Z19; \
+	VPSUBW        Z19, Z17, Z17; \
+	VPDPWSSD      Z7, Z17, Z14; \
+	VEXTRACTI64X4 $1, Z14, Y15; \
+	VPADDD        Y15, Y14, Y14
+
+// ZACT43X sums one activation row of a group of four (quants at m0..m3)
+// against the signed levels q3 in Z16..Z19 and scale vectors Z20..Z23:
+// VPMADDUBSW of q8+128 (the XOR with Z27's 0x80 bytes, unsigned) and q3
+// (pairs at most 2·255·4), VPMADDWD/VPDPWSSD by the scale words, ZMM
+// lanes 8..15 folded onto 0..7 into yacc, less Y15 (the same with 128 for
+// q8): ZACT3's lanes, exactly, with one multiply fewer a chunk.
+#define ZACT43X(m0, m1, m2, m3, zacc, yacc) \
+	VPXORD        m0, Z27, Z8; \
+	VPMADDUBSW    Z16, Z8, Z8; \
+	VPMADDWD      Z20, Z8, zacc; \
+	VPXORD        m1, Z27, Z9; \
+	VPMADDUBSW    Z17, Z9, Z9; \
+	VPDPWSSD      Z21, Z9, zacc; \
+	VPXORD        m2, Z27, Z10; \
+	VPMADDUBSW    Z18, Z10, Z10; \
+	VPDPWSSD      Z22, Z10, zacc; \
+	VPXORD        m3, Z27, Z11; \
+	VPMADDUBSW    Z19, Z11, Z11; \
+	VPDPWSSD      Z23, Z11, zacc; \
+	VEXTRACTI64X4 $1, zacc, Y8; \
+	VPADDD        Y8, yacc, yacc; \
+	VPSUBD        Y15, yacc, yacc
+
+// FMA_ROWZ adds row k's int32 lanes ylanes, converted, times
+// d = dy_k·f16(x.d) (dy_k at doff(R13), f16(x.d) in X13's lane 0) to its
+// float32 lanes at aoff(SP)(AX*1), one rounding a lane.
+#define FMA_ROWZ(ylanes, doff, aoff) \
+	VCVTDQ2PS    ylanes, ylanes; \
+	VMULSS       doff(R13), X13, X8; \
+	VBROADCASTSS X8, Y8; \
+	VMOVUPS      aoff(SP)(AX*1), Y9; \
+	VFMADD231PS  Y8, ylanes, Y9; \
+	VMOVUPS      Y9, aoff(SP)(AX*1)
+
+// HSUM8F leaves in x's lane 0 the sum of y's eight float32 lanes in
+// ggml's hsum_float_8 order (hsum8); x is y's lower half, t a temporary.
+#define HSUM8F(y, x, t) \
+	VEXTRACTF128 $1, y, t; \
+	VADDPS       x, t, x; \
+	VPSHUFD      $0x4e, x, t; \
+	VADDPS       t, x, x; \
+	VMOVSHDUP    x, t; \
+	VADDSS       t, x, x
+
 // HSUM4 leaves in x the sums of the int32 lanes of y0..y3, one each, in
 // that order (lane k for activation row k of a group), using Y8 and Y9.
 #define HSUM4(y0, y1, y2, y3, x) \
@@ -354,7 +423,7 @@ q5zact:
 	RET
 
 // func q3kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·q3kRowZ(SB), NOSPLIT, $0-56
+TEXT ·q3kRowZ(SB), 0, $512-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -364,14 +433,15 @@ TEXT ·q3kRowZ(SB), NOSPLIT, $0-56
 	SHLQ $2, R9
 	MOVQ c+48(FP), R10
 
-	MOVQ DX, R13
-	MOVQ R10, R11
-	XORL AX, AX
+	// Each output's eight float32 lanes at 32i(SP) (c <= 16).
+	VXORPS Y8, Y8, Y8
+	MOVQ   SP, R13
+	MOVQ   R10, R11
 q3zclear:
-	MOVL AX, (R13)
-	ADDQ R9, R13
-	DECQ R11
-	JNZ  q3zclear
+	VMOVUPS Y8, (R13)
+	ADDQ    $32, R13
+	DECQ    R11
+	JNZ     q3zclear
 
 	ZMM_CONST(0x03030303, X24, Z24)
 	ZMM_CONST(0x04040404, X25, Z25)
@@ -463,24 +533,18 @@ q3zblock:
 	VCVTPH2PS X12, X12 // d
 
 	MOVQ DI, R12
-	MOVQ DX, R13
+	MOVQ SP, R13
 	MOVQ R10, R11
 q3zact:
-	ZACT
-	VPMADDWD     260(R12), Y8, Y11
-	VPSLLD       $2, Y11, Y11
-	VPSUBD       Y11, Y14, Y14
-	VEXTRACTI128 $1, Y14, X10
-	VPADDD       X10, X14, X14
-	VPHADDD      X14, X14, X14
-	VPHADDD      X14, X14, X14
-	VCVTDQ2PS    X14, X14
-	VMULSS       0(R12), X12, X10 // d·dy
-	VMULSS       X10, X14, X14
-	VADDSS       (R13), X14, X14
-	VMOVSS       X14, (R13)
+	ZACT3
+	VCVTDQ2PS    Y14, Y14
+	VMULSS       0(R12), X12, X10 // d = dy·f16(x.d)
+	VBROADCASTSS X10, Y10
+	VMOVUPS      (R13), Y9
+	VFMADD231PS  Y10, Y14, Y9
+	VMOVUPS      Y9, (R13)
 	ADDQ         R8, R12
-	ADDQ         R9, R13
+	ADDQ         $32, R13
 	DECQ         R11
 	JNZ          q3zact
 
@@ -488,6 +552,16 @@ q3zact:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q3zblock
+
+	MOVQ SP, R13
+q3zstore:
+	VMOVUPS (R13), Y0
+	HSUM8F(Y0, X0, X2)
+	VMOVSS  X0, (DX)
+	ADDQ    R9, DX
+	ADDQ    $32, R13
+	DECQ    R10
+	JNZ     q3zstore
 	VZEROUPPER
 	RET
 
@@ -624,8 +698,9 @@ q5z4store:
 
 // func q3kRowZ4(w, a *byte, arb, nb int, y *float32, ys, c int, dy *float32)
 //
-// q3kRowZ for c = 4, 8, 12 or 16 activation rows, grouped as q5kRowZ4.
-TEXT ·q3kRowZ4(SB), NOSPLIT, $64-64
+// q3kRowZ for c = 4, 8, 12 or 16 activation rows, four at a time, each
+// output's eight float32 lanes at 32i(SP).
+TEXT ·q3kRowZ4(SB), 0, $512-64
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -635,10 +710,17 @@ TEXT ·q3kRowZ4(SB), NOSPLIT, $64-64
 	MOVQ c+48(FP), R10
 	MOVQ dy+56(FP), R13
 
-	VPXORD    Z8, Z8, Z8
-	VMOVDQU64 Z8, 0(SP)
+	VXORPS Y8, Y8, Y8
+	MOVQ   SP, R11
+	MOVQ   R10, R12
+q3z4clear:
+	VMOVUPS Y8, (R11)
+	ADDQ    $32, R11
+	DECQ    R12
+	JNZ     q3z4clear
 	ZMM_CONST(0x03030303, X24, Z24)
 	ZMM_CONST(0x04040404, X25, Z25)
+	ZMM_CONST(0x80808080, X27, Z27)
 	VMOVDQU64 k3zperm<>+0(SB), Z26
 	VMOVDQU64 k3zperm<>+64(SB), Z28
 	VMOVDQU64 k3zperm<>+128(SB), Z29
@@ -664,6 +746,11 @@ q3z4block:
 	VPADDB   Z25, Z17, K2, Z17
 	VPADDB   Z25, Z18, K3, Z18
 	VPADDB   Z25, Z19, K4, Z19
+	// Signed levels q3 = u-4, for VPMADDUBSW against the rows' q8+128.
+	VPSUBB   Z25, Z16, Z16
+	VPSUBB   Z25, Z17, Z17
+	VPSUBB   Z25, Z18, Z18
+	VPSUBB   Z25, Z19, Z19
 
 	MOVL    96(SI), AX
 	MOVL    100(SI), BX
@@ -710,7 +797,18 @@ q3z4block:
 	VPERMW    Z8, Z28, Z21
 	VPERMW    Z8, Z29, Z22
 	VPERMW    Z8, Z30, Z23
-	VMOVDQU64 Y8, Y27
+	// Y15: the block's lanes of Σ scale·128·q3, which the rows' sums
+	// against q8+128 carry on top of their Σ scale·q3·q8.
+	VPMADDUBSW    Z16, Z27, Z4
+	VPMADDWD      Z20, Z4, Z15
+	VPMADDUBSW    Z17, Z27, Z5
+	VPDPWSSD      Z21, Z5, Z15
+	VPMADDUBSW    Z18, Z27, Z6
+	VPDPWSSD      Z22, Z6, Z15
+	VPMADDUBSW    Z19, Z27, Z7
+	VPDPWSSD      Z23, Z7, Z15
+	VEXTRACTI64X4 $1, Z15, Y8
+	VPADDD        Y8, Y15, Y15
 
 	MOVWLZX      108(SI), R11
 	VMOVD        R11, X12
@@ -722,29 +820,17 @@ q3z4block:
 	XORL AX, AX
 	MOVQ R10, R11
 q3z4act:
-	ZACT4(4(R12), 68(R12), 132(R12), 196(R12), 260(R12), Z0, Y0, Y4)
-	ZACT4(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), 260(R12)(R8*1), Z1, Y1, Y5)
-	ZACT4(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), 260(R12)(R8*2), Z2, Y2, Y6)
-	ZACT4(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), 260(R12)(R14*1), Z3, Y3, Y7)
-	// Σ q3·q8 = Σ u·q8 - 4·Σ scale·bsum.
-	VPSLLD    $2, Y4, Y4
-	VPSLLD    $2, Y5, Y5
-	VPSLLD    $2, Y6, Y6
-	VPSLLD    $2, Y7, Y7
-	VPSUBD    Y4, Y0, Y0
-	VPSUBD    Y5, Y1, Y1
-	VPSUBD    Y6, Y2, Y2
-	VPSUBD    Y7, Y3, Y3
-	HSUM4(Y0, Y1, Y2, Y3, X10)
-	VCVTDQ2PS X10, X10
-	VMULPS    (R13), X13, X8 // d·dy
-	VMULPS    X8, X10, X10
-	VMOVUPS   (SP)(AX*1), X8
-	VADDPS    X10, X8, X8
-	VMOVUPS   X8, (SP)(AX*1)
+	ZACT43X(4(R12), 68(R12), 132(R12), 196(R12), Z0, Y0)
+	ZACT43X(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), Z1, Y1)
+	ZACT43X(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), Z2, Y2)
+	ZACT43X(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), Z3, Y3)
+	FMA_ROWZ(Y0, 0, 0)
+	FMA_ROWZ(Y1, 4, 32)
+	FMA_ROWZ(Y2, 8, 64)
+	FMA_ROWZ(Y3, 12, 96)
 	LEAQ      (R12)(R8*4), R12
 	ADDQ      $16, R13
-	ADDQ      $16, AX
+	ADDQ      $128, AX
 	SUBQ      $4, R11
 	JNZ       q3z4act
 
@@ -754,13 +840,14 @@ q3z4act:
 	JNZ  q3z4block
 
 	MOVQ y+32(FP), DX
-	XORL AX, AX
+	MOVQ SP, R11
 q3z4store:
-	MOVL (SP)(AX*4), BX
-	MOVL BX, (DX)
-	ADDQ R9, DX
-	INCQ AX
-	CMPQ AX, R10
-	JB   q3z4store
+	VMOVUPS (R11), Y0
+	HSUM8F(Y0, X0, X2)
+	VMOVSS  X0, (DX)
+	ADDQ    R9, DX
+	ADDQ    $32, R11
+	DECQ    R10
+	JNZ     q3z4store
 	VZEROUPPER
 	RET

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "00c4a154c82c9f54"
+const kernelRevision = "0af9ef6e12c4a937"

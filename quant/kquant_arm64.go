@@ -12,9 +12,11 @@ package quant
 //
 // Exactness: each super-block's integer sums are exact in int32 (Q4_K: a
 // sub-block's lane sums are at most 4·15·128 in int16 lanes, times a 6-bit
-// scale; Q6_K: 2·32·128 in int16, times an int8 scale; the totals stay far
-// below 2^31), so they are the Go twins' sums whatever the order; the
-// float32 steps are the twins', in their order, each rounded alone. A
+// scale; Q6_K: pairs of at most 2·63·128 in int16, times an int8 scale;
+// the totals stay far below 2^31), so they are the Go twins' sums whatever
+// the order (Q6_K: the twin's eight lanes, ggml's AVX2 ones); the float32
+// steps are the twins', in their order (Q6_K: FMLA by element into eight
+// float32 lanes a row, hsum8 at the end), each rounded once. A
 // kernel for c activation rows gives each row the bits of the one-row
 // kernel, which is the dot product: outputs do not depend on the batch.
 

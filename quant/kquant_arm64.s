@@ -9,9 +9,11 @@
 // super-blocks arb bytes apart at a; room for c outputs ys floats apart
 // at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones
 // FEAT_DotProd as well. Every integer sum of a super-block is exact
-// (see kquant_arm64.go); the float32 part runs in lane c for
-// activation row c with the Go twins' operations in their order, each
-// rounded alone, so each output is the Go twin's, bit for bit.
+// (see kquant_arm64.go); Q4_K's float32 part runs in lane c for
+// activation row c with the Go twin's operations in their order, each
+// rounded alone; Q6_K's keeps ggml's AVX2 eight lanes and eight float32
+// lanes a row (FMLA by element, on the stack), added as hsum8 at the
+// end. So each output is the Go twin's, bit for bit.
 
 // func gemmQ4KAsimdC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
 TEXT ·gemmQ4KAsimdC1(SB), NOSPLIT, $0-48
@@ -914,7 +916,7 @@ gemmQ4KAsimdC4_block:
 	RET
 
 // func gemmQ6KAsimdC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KAsimdC1(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KAsimdC1(SB), NOSPLIT, $32-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -922,18 +924,23 @@ TEXT ·gemmQ6KAsimdC1(SB), NOSPLIT, $0-48
 	MOVD y+32(FP), R8
 	MOVD ys+40(FP), R9
 	LSL $2, R9
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KAsimdC1_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
 	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
 	FMOVQ 192(R0), F27
-	WORD $0x0f08a76e // sxtl v14.8h, v27.8b
-	WORD $0x4f08a76f // sxtl2 v15.8h, v27.16b
+	WORD $0x0f08a770 // sxtl v16.8h, v27.8b
+	WORD $0x4f08a771 // sxtl2 v17.8h, v27.16b
+	WORD $0x4f10a633 // sxtl2 v19.4s, v17.8h
+	WORD $0x0f10a632 // sxtl v18.4s, v17.4h
+	WORD $0x4f10a611 // sxtl2 v17.4s, v16.8h
+	WORD $0x0f10a610 // sxtl v16.4s, v16.4h
 	VLD1.P 4(R1), V25.S[0]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 64(R0), (F12, F13)
@@ -959,48 +966,48 @@ gemmQ6KAsimdC1_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea194 // smull v20.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2194 // smlal2 v20.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b4 // smlal v20.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b4 // smlal2 v20.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818e // mul v14.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2194 // smlal v20.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2194 // smlal2 v20.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b4 // smlal v20.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b4 // smlal2 v20.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098e // mla v14.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2994 // smlal v20.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2994 // smlal2 v20.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b4 // smlal v20.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b4 // smlal2 v20.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018e // mla v14.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2994 // smlal v20.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2994 // smlal2 v20.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b4 // smlal v20.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b4 // smlal2 v20.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098e // mla v14.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -1025,63 +1032,86 @@ gemmQ6KAsimdC1_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2194 // smlal v20.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2194 // smlal2 v20.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b4 // smlal v20.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b4 // smlal2 v20.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018e // mla v14.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2194 // smlal v20.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2194 // smlal2 v20.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b4 // smlal v20.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b4 // smlal2 v20.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098e // mla v14.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2994 // smlal v20.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2994 // smlal2 v20.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b4 // smlal v20.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b4 // smlal2 v20.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018e // mla v14.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2994 // smlal v20.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2994 // smlal2 v20.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b4 // smlal v20.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b4 // smlal2 v20.4s, v13.8h, v15.h[7]
-	ADD $32, R1
-	WORD $0x4eb4be8c // addp v12.4s, v20.4s, v20.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098e // mla v14.4s, v12.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-32(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KAsimdC1_block
-	VST1 V24.S[0], (R8)
+	FLDPQ facc0-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ6KAsimdC2(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KAsimdC2(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KAsimdC2(SB), NOSPLIT, $64-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -1090,18 +1120,24 @@ TEXT ·gemmQ6KAsimdC2(SB), NOSPLIT, $0-48
 	MOVD ys+40(FP), R9
 	LSL $2, R9
 	ADD R2, R1, R3
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-64(SP)
+	FSTPQ (F8, F9), facc1-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KAsimdC2_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
 	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
 	FMOVQ 192(R0), F27
-	WORD $0x0f08a76e // sxtl v14.8h, v27.8b
-	WORD $0x4f08a76f // sxtl2 v15.8h, v27.16b
+	WORD $0x0f08a770 // sxtl v16.8h, v27.8b
+	WORD $0x4f08a771 // sxtl2 v17.8h, v27.16b
+	WORD $0x4f10a633 // sxtl2 v19.4s, v17.8h
+	WORD $0x0f10a632 // sxtl v18.4s, v17.4h
+	WORD $0x4f10a611 // sxtl2 v17.4s, v16.8h
+	WORD $0x0f10a610 // sxtl v16.4s, v16.4h
 	VLD1.P 4(R1), V25.S[0]
 	VLD1.P 4(R3), V25.S[1]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
@@ -1128,82 +1164,90 @@ gemmQ6KAsimdC2_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea194 // smull v20.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2194 // smlal2 v20.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b4 // smlal v20.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b4 // smlal2 v20.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818e // mul v14.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2194 // smlal v20.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2194 // smlal2 v20.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b4 // smlal v20.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b4 // smlal2 v20.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098e // mla v14.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2994 // smlal v20.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2994 // smlal2 v20.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b4 // smlal v20.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b4 // smlal2 v20.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018e // mla v14.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2994 // smlal v20.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2994 // smlal2 v20.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b4 // smlal v20.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b4 // smlal2 v20.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098e // mla v14.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea195 // smull v21.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2195 // smlal2 v21.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b5 // smlal v21.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b5 // smlal2 v21.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908195 // mul v21.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818f // mul v15.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2195 // smlal v21.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2195 // smlal2 v21.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b5 // smlal v21.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b5 // smlal2 v21.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098f // mla v15.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2995 // smlal v21.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2995 // smlal2 v21.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b5 // smlal v21.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b5 // smlal2 v21.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018f // mla v15.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2995 // smlal v21.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2995 // smlal2 v21.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b5 // smlal v21.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b5 // smlal2 v21.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098f // mla v15.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -1228,99 +1272,158 @@ gemmQ6KAsimdC2_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2194 // smlal v20.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2194 // smlal2 v20.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b4 // smlal v20.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b4 // smlal2 v20.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018e // mla v14.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2194 // smlal v20.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2194 // smlal2 v20.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b4 // smlal v20.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b4 // smlal2 v20.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098e // mla v14.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2994 // smlal v20.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2994 // smlal2 v20.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b4 // smlal v20.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b4 // smlal2 v20.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018e // mla v14.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2994 // smlal v20.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2994 // smlal2 v20.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b4 // smlal v20.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b4 // smlal2 v20.4s, v13.8h, v15.h[7]
-	ADD $32, R1
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098e // mla v14.4s, v12.4s, v19.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2195 // smlal v21.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2195 // smlal2 v21.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b5 // smlal v21.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b5 // smlal2 v21.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018f // mla v15.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2195 // smlal v21.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2195 // smlal2 v21.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b5 // smlal v21.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b5 // smlal2 v21.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098f // mla v15.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2995 // smlal v21.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2995 // smlal2 v21.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b5 // smlal v21.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b5 // smlal2 v21.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018f // mla v15.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2995 // smlal v21.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2995 // smlal2 v21.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b5 // smlal v21.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b5 // smlal2 v21.4s, v13.8h, v15.h[7]
-	ADD $32, R3
-	WORD $0x4eb5be8c // addp v12.4s, v20.4s, v21.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098f // mla v15.4s, v12.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	VLD1.P 32(R3), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86b5 // sub v21.4s, v21.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ef // sub v15.4s, v15.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-64(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-64(SP)
+	FLDPQ facc1-32(SP), (F8, F9)
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4e21d9ef // scvtf v15.4s, v15.4s
+	WORD $0x4fac12a8 // fmla v8.4s, v21.4s, v12.s[1]
+	WORD $0x4fac11e9 // fmla v9.4s, v15.4s, v12.s[1]
+	FSTPQ (F8, F9), facc1-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KAsimdC2_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1 V24.S[1], (R8)
+	FLDPQ facc0-64(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc1-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ6KAsimdC3(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KAsimdC3(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KAsimdC3(SB), NOSPLIT, $96-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -1330,18 +1433,25 @@ TEXT ·gemmQ6KAsimdC3(SB), NOSPLIT, $0-48
 	LSL $2, R9
 	ADD R2, R1, R3
 	ADD R2, R3, R4
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-96(SP)
+	FSTPQ (F8, F9), facc1-64(SP)
+	FSTPQ (F8, F9), facc2-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KAsimdC3_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
 	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
 	FMOVQ 192(R0), F27
-	WORD $0x0f08a76e // sxtl v14.8h, v27.8b
-	WORD $0x4f08a76f // sxtl2 v15.8h, v27.16b
+	WORD $0x0f08a770 // sxtl v16.8h, v27.8b
+	WORD $0x4f08a771 // sxtl2 v17.8h, v27.16b
+	WORD $0x4f10a633 // sxtl2 v19.4s, v17.8h
+	WORD $0x0f10a632 // sxtl v18.4s, v17.4h
+	WORD $0x4f10a611 // sxtl2 v17.4s, v16.8h
+	WORD $0x0f10a610 // sxtl v16.4s, v16.4h
 	VLD1.P 4(R1), V25.S[0]
 	VLD1.P 4(R3), V25.S[1]
 	VLD1.P 4(R4), V25.S[2]
@@ -1369,116 +1479,132 @@ gemmQ6KAsimdC3_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea194 // smull v20.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2194 // smlal2 v20.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b4 // smlal v20.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b4 // smlal2 v20.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818e // mul v14.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2194 // smlal v20.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2194 // smlal2 v20.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b4 // smlal v20.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b4 // smlal2 v20.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098e // mla v14.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2994 // smlal v20.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2994 // smlal2 v20.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b4 // smlal v20.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b4 // smlal2 v20.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018e // mla v14.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2994 // smlal v20.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2994 // smlal2 v20.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b4 // smlal v20.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b4 // smlal2 v20.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098e // mla v14.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea195 // smull v21.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2195 // smlal2 v21.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b5 // smlal v21.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b5 // smlal2 v21.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908195 // mul v21.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818f // mul v15.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2195 // smlal v21.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2195 // smlal2 v21.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b5 // smlal v21.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b5 // smlal2 v21.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098f // mla v15.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2995 // smlal v21.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2995 // smlal2 v21.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b5 // smlal v21.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b5 // smlal2 v21.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018f // mla v15.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2995 // smlal v21.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2995 // smlal2 v21.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b5 // smlal v21.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b5 // smlal2 v21.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098f // mla v15.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea196 // smull v22.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2196 // smlal2 v22.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b6 // smlal v22.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b6 // smlal2 v22.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908196 // mul v22.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb08198 // mul v24.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2196 // smlal v22.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2196 // smlal2 v22.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b6 // smlal v22.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b6 // smlal2 v22.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900996 // mla v22.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb00998 // mla v24.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2996 // smlal v22.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2996 // smlal2 v22.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b6 // smlal v22.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b6 // smlal2 v22.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910196 // mla v22.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb10198 // mla v24.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2996 // smlal v22.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2996 // smlal2 v22.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b6 // smlal v22.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b6 // smlal2 v22.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910996 // mla v22.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb10998 // mla v24.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -1503,136 +1629,230 @@ gemmQ6KAsimdC3_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2194 // smlal v20.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2194 // smlal2 v20.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b4 // smlal v20.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b4 // smlal2 v20.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018e // mla v14.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2194 // smlal v20.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2194 // smlal2 v20.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b4 // smlal v20.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b4 // smlal2 v20.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098e // mla v14.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2994 // smlal v20.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2994 // smlal2 v20.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b4 // smlal v20.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b4 // smlal2 v20.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018e // mla v14.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2994 // smlal v20.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2994 // smlal2 v20.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b4 // smlal v20.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b4 // smlal2 v20.4s, v13.8h, v15.h[7]
-	ADD $32, R1
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098e // mla v14.4s, v12.4s, v19.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2195 // smlal v21.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2195 // smlal2 v21.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b5 // smlal v21.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b5 // smlal2 v21.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018f // mla v15.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2195 // smlal v21.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2195 // smlal2 v21.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b5 // smlal v21.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b5 // smlal2 v21.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098f // mla v15.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2995 // smlal v21.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2995 // smlal2 v21.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b5 // smlal v21.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b5 // smlal2 v21.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018f // mla v15.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2995 // smlal v21.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2995 // smlal2 v21.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b5 // smlal v21.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b5 // smlal2 v21.4s, v13.8h, v15.h[7]
-	ADD $32, R3
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098f // mla v15.4s, v12.4s, v19.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2196 // smlal v22.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2196 // smlal2 v22.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b6 // smlal v22.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b6 // smlal2 v22.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920196 // mla v22.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb20198 // mla v24.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2196 // smlal v22.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2196 // smlal2 v22.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b6 // smlal v22.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b6 // smlal2 v22.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920996 // mla v22.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb20998 // mla v24.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2996 // smlal v22.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2996 // smlal2 v22.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b6 // smlal v22.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b6 // smlal2 v22.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930196 // mla v22.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb30198 // mla v24.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2996 // smlal v22.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2996 // smlal2 v22.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b6 // smlal v22.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b6 // smlal2 v22.4s, v13.8h, v15.h[7]
-	ADD $32, R4
-	WORD $0x4eb5be8c // addp v12.4s, v20.4s, v21.4s
-	WORD $0x4eb6becd // addp v13.4s, v22.4s, v22.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930996 // mla v22.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb30998 // mla v24.4s, v12.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	VLD1.P 32(R3), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86b5 // sub v21.4s, v21.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ef // sub v15.4s, v15.4s, v10.4s
+	VLD1.P 32(R4), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86d6 // sub v22.4s, v22.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8718 // sub v24.4s, v24.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-96(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-96(SP)
+	FLDPQ facc1-64(SP), (F8, F9)
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4e21d9ef // scvtf v15.4s, v15.4s
+	WORD $0x4fac12a8 // fmla v8.4s, v21.4s, v12.s[1]
+	WORD $0x4fac11e9 // fmla v9.4s, v15.4s, v12.s[1]
+	FSTPQ (F8, F9), facc1-64(SP)
+	FLDPQ facc2-32(SP), (F8, F9)
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4f8c1ac8 // fmla v8.4s, v22.4s, v12.s[2]
+	WORD $0x4f8c1b09 // fmla v9.4s, v24.4s, v12.s[2]
+	FSTPQ (F8, F9), facc2-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KAsimdC3_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1 V24.S[2], (R8)
+	FLDPQ facc0-96(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc1-64(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc2-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ6KAsimdC4(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KAsimdC4(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KAsimdC4(SB), NOSPLIT, $128-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -1643,18 +1863,26 @@ TEXT ·gemmQ6KAsimdC4(SB), NOSPLIT, $0-48
 	ADD R2, R1, R3
 	ADD R2, R3, R4
 	ADD R2, R4, R5
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-128(SP)
+	FSTPQ (F8, F9), facc1-96(SP)
+	FSTPQ (F8, F9), facc2-64(SP)
+	FSTPQ (F8, F9), facc3-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KAsimdC4_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
 	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
 	FMOVQ 192(R0), F27
-	WORD $0x0f08a76e // sxtl v14.8h, v27.8b
-	WORD $0x4f08a76f // sxtl2 v15.8h, v27.16b
+	WORD $0x0f08a770 // sxtl v16.8h, v27.8b
+	WORD $0x4f08a771 // sxtl2 v17.8h, v27.16b
+	WORD $0x4f10a633 // sxtl2 v19.4s, v17.8h
+	WORD $0x0f10a632 // sxtl v18.4s, v17.4h
+	WORD $0x4f10a611 // sxtl2 v17.4s, v16.8h
+	WORD $0x0f10a610 // sxtl v16.4s, v16.4h
 	VLD1.P 4(R1), V25.S[0]
 	VLD1.P 4(R3), V25.S[1]
 	VLD1.P 4(R4), V25.S[2]
@@ -1683,150 +1911,174 @@ gemmQ6KAsimdC4_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea194 // smull v20.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2194 // smlal2 v20.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b4 // smlal v20.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b4 // smlal2 v20.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818e // mul v14.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2194 // smlal v20.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2194 // smlal2 v20.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b4 // smlal v20.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b4 // smlal2 v20.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098e // mla v14.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2994 // smlal v20.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2994 // smlal2 v20.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b4 // smlal v20.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b4 // smlal2 v20.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018e // mla v14.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2994 // smlal v20.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2994 // smlal2 v20.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b4 // smlal v20.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b4 // smlal2 v20.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098e // mla v14.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea195 // smull v21.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2195 // smlal2 v21.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b5 // smlal v21.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b5 // smlal2 v21.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908195 // mul v21.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0818f // mul v15.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2195 // smlal v21.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2195 // smlal2 v21.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b5 // smlal v21.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b5 // smlal2 v21.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0098f // mla v15.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2995 // smlal v21.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2995 // smlal2 v21.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b5 // smlal v21.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b5 // smlal2 v21.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1018f // mla v15.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2995 // smlal v21.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2995 // smlal2 v21.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b5 // smlal v21.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b5 // smlal2 v21.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1098f // mla v15.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea196 // smull v22.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2196 // smlal2 v22.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b6 // smlal v22.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b6 // smlal2 v22.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908196 // mul v22.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb08198 // mul v24.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2196 // smlal v22.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2196 // smlal2 v22.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b6 // smlal v22.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b6 // smlal2 v22.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900996 // mla v22.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb00998 // mla v24.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2996 // smlal v22.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2996 // smlal2 v22.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b6 // smlal v22.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b6 // smlal2 v22.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910196 // mla v22.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb10198 // mla v24.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2996 // smlal v22.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2996 // smlal2 v22.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b6 // smlal v22.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b6 // smlal2 v22.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910996 // mla v22.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb10998 // mla v24.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4ea197 // smull v23.4s, v12.4h, v14.h[0]
-	WORD $0x4f4e2197 // smlal2 v23.4s, v12.8h, v14.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5e21b7 // smlal v23.4s, v13.4h, v14.h[1]
-	WORD $0x4f5e21b7 // smlal2 v23.4s, v13.8h, v14.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4f908197 // mul v23.4s, v12.4s, v16.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x4fb0819c // mul v28.4s, v12.4s, v16.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6e2197 // smlal v23.4s, v12.4h, v14.h[2]
-	WORD $0x4f6e2197 // smlal2 v23.4s, v12.8h, v14.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7e21b7 // smlal v23.4s, v13.4h, v14.h[3]
-	WORD $0x4f7e21b7 // smlal2 v23.4s, v13.8h, v14.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f900997 // mla v23.4s, v12.4s, v16.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb0099c // mla v28.4s, v12.4s, v16.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4e2997 // smlal v23.4s, v12.4h, v14.h[4]
-	WORD $0x4f4e2997 // smlal2 v23.4s, v12.8h, v14.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5e29b7 // smlal v23.4s, v13.4h, v14.h[5]
-	WORD $0x4f5e29b7 // smlal2 v23.4s, v13.8h, v14.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910197 // mla v23.4s, v12.4s, v17.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1019c // mla v28.4s, v12.4s, v17.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6e2997 // smlal v23.4s, v12.4h, v14.h[6]
-	WORD $0x4f6e2997 // smlal2 v23.4s, v12.8h, v14.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7e29b7 // smlal v23.4s, v13.4h, v14.h[7]
-	WORD $0x4f7e29b7 // smlal2 v23.4s, v13.8h, v14.h[7]
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f910997 // mla v23.4s, v12.4s, v17.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb1099c // mla v28.4s, v12.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -1851,168 +2103,298 @@ gemmQ6KAsimdC4_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2194 // smlal v20.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2194 // smlal2 v20.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b4 // smlal v20.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b4 // smlal2 v20.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018e // mla v14.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2194 // smlal v20.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2194 // smlal2 v20.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b4 // smlal v20.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b4 // smlal2 v20.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098e // mla v14.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2994 // smlal v20.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2994 // smlal2 v20.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b4 // smlal v20.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b4 // smlal2 v20.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018e // mla v14.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2994 // smlal v20.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2994 // smlal2 v20.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b4 // smlal v20.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b4 // smlal2 v20.4s, v13.8h, v15.h[7]
-	ADD $32, R1
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098e // mla v14.4s, v12.4s, v19.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2195 // smlal v21.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2195 // smlal2 v21.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b5 // smlal v21.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b5 // smlal2 v21.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2018f // mla v15.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2195 // smlal v21.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2195 // smlal2 v21.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b5 // smlal v21.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b5 // smlal2 v21.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2098f // mla v15.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2995 // smlal v21.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2995 // smlal2 v21.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b5 // smlal v21.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b5 // smlal2 v21.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3018f // mla v15.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2995 // smlal v21.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2995 // smlal2 v21.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b5 // smlal v21.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b5 // smlal2 v21.4s, v13.8h, v15.h[7]
-	ADD $32, R3
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3098f // mla v15.4s, v12.4s, v19.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2196 // smlal v22.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2196 // smlal2 v22.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b6 // smlal v22.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b6 // smlal2 v22.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920196 // mla v22.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb20198 // mla v24.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2196 // smlal v22.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2196 // smlal2 v22.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b6 // smlal v22.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b6 // smlal2 v22.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920996 // mla v22.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb20998 // mla v24.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2996 // smlal v22.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2996 // smlal2 v22.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b6 // smlal v22.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b6 // smlal2 v22.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930196 // mla v22.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb30198 // mla v24.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2996 // smlal v22.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2996 // smlal2 v22.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b6 // smlal v22.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b6 // smlal2 v22.4s, v13.8h, v15.h[7]
-	ADD $32, R4
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930996 // mla v22.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb30998 // mla v24.4s, v12.4s, v19.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c00c // smull v12.8h, v0.8b, v8.8b
-	WORD $0x4e28800c // smlal2 v12.8h, v0.16b, v8.16b
-	WORD $0x0f4f2197 // smlal v23.4s, v12.4h, v15.h[0]
-	WORD $0x4f4f2197 // smlal2 v23.4s, v12.8h, v15.h[0]
-	WORD $0x0e29c02d // smull v13.8h, v1.8b, v9.8b
-	WORD $0x4e29802d // smlal2 v13.8h, v1.16b, v9.16b
-	WORD $0x0f5f21b7 // smlal v23.4s, v13.4h, v15.h[1]
-	WORD $0x4f5f21b7 // smlal2 v23.4s, v13.8h, v15.h[1]
+	WORD $0x4e28c00d // smull2 v13.8h, v0.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920197 // mla v23.4s, v12.4s, v18.s[0]
+	WORD $0x0e29c02c // smull v12.8h, v1.8b, v9.8b
+	WORD $0x4e29c02d // smull2 v13.8h, v1.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2019c // mla v28.4s, v12.4s, v18.s[1]
 	WORD $0x0e2ac04c // smull v12.8h, v2.8b, v10.8b
-	WORD $0x4e2a804c // smlal2 v12.8h, v2.16b, v10.16b
-	WORD $0x0f6f2197 // smlal v23.4s, v12.4h, v15.h[2]
-	WORD $0x4f6f2197 // smlal2 v23.4s, v12.8h, v15.h[2]
-	WORD $0x0e2bc06d // smull v13.8h, v3.8b, v11.8b
-	WORD $0x4e2b806d // smlal2 v13.8h, v3.16b, v11.16b
-	WORD $0x0f7f21b7 // smlal v23.4s, v13.4h, v15.h[3]
-	WORD $0x4f7f21b7 // smlal2 v23.4s, v13.8h, v15.h[3]
+	WORD $0x4e2ac04d // smull2 v13.8h, v2.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f920997 // mla v23.4s, v12.4s, v18.s[2]
+	WORD $0x0e2bc06c // smull v12.8h, v3.8b, v11.8b
+	WORD $0x4e2bc06d // smull2 v13.8h, v3.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb2099c // mla v28.4s, v12.4s, v18.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x0e28c08c // smull v12.8h, v4.8b, v8.8b
-	WORD $0x4e28808c // smlal2 v12.8h, v4.16b, v8.16b
-	WORD $0x0f4f2997 // smlal v23.4s, v12.4h, v15.h[4]
-	WORD $0x4f4f2997 // smlal2 v23.4s, v12.8h, v15.h[4]
-	WORD $0x0e29c0ad // smull v13.8h, v5.8b, v9.8b
-	WORD $0x4e2980ad // smlal2 v13.8h, v5.16b, v9.16b
-	WORD $0x0f5f29b7 // smlal v23.4s, v13.4h, v15.h[5]
-	WORD $0x4f5f29b7 // smlal2 v23.4s, v13.8h, v15.h[5]
+	WORD $0x4e28c08d // smull2 v13.8h, v4.16b, v8.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930197 // mla v23.4s, v12.4s, v19.s[0]
+	WORD $0x0e29c0ac // smull v12.8h, v5.8b, v9.8b
+	WORD $0x4e29c0ad // smull2 v13.8h, v5.16b, v9.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3019c // mla v28.4s, v12.4s, v19.s[1]
 	WORD $0x0e2ac0cc // smull v12.8h, v6.8b, v10.8b
-	WORD $0x4e2a80cc // smlal2 v12.8h, v6.16b, v10.16b
-	WORD $0x0f6f2997 // smlal v23.4s, v12.4h, v15.h[6]
-	WORD $0x4f6f2997 // smlal2 v23.4s, v12.8h, v15.h[6]
-	WORD $0x0e2bc0ed // smull v13.8h, v7.8b, v11.8b
-	WORD $0x4e2b80ed // smlal2 v13.8h, v7.16b, v11.16b
-	WORD $0x0f7f29b7 // smlal v23.4s, v13.4h, v15.h[7]
-	WORD $0x4f7f29b7 // smlal2 v23.4s, v13.8h, v15.h[7]
-	ADD $32, R5
-	WORD $0x4eb5be8c // addp v12.4s, v20.4s, v21.4s
-	WORD $0x4eb7becd // addp v13.4s, v22.4s, v23.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x4e2ac0cd // smull2 v13.8h, v6.16b, v10.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6f930997 // mla v23.4s, v12.4s, v19.s[2]
+	WORD $0x0e2bc0ec // smull v12.8h, v7.8b, v11.8b
+	WORD $0x4e2bc0ed // smull2 v13.8h, v7.16b, v11.16b
+	WORD $0x4e6dbd8c // addp v12.8h, v12.8h, v13.8h
+	WORD $0x4e60298c // saddlp v12.4s, v12.8h
+	WORD $0x6fb3099c // mla v28.4s, v12.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	VLD1.P 32(R3), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86b5 // sub v21.4s, v21.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ef // sub v15.4s, v15.4s, v10.4s
+	VLD1.P 32(R4), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86d6 // sub v22.4s, v22.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8718 // sub v24.4s, v24.4s, v10.4s
+	VLD1.P 32(R5), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86f7 // sub v23.4s, v23.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa879c // sub v28.4s, v28.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-128(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-128(SP)
+	FLDPQ facc1-96(SP), (F8, F9)
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4e21d9ef // scvtf v15.4s, v15.4s
+	WORD $0x4fac12a8 // fmla v8.4s, v21.4s, v12.s[1]
+	WORD $0x4fac11e9 // fmla v9.4s, v15.4s, v12.s[1]
+	FSTPQ (F8, F9), facc1-96(SP)
+	FLDPQ facc2-64(SP), (F8, F9)
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4f8c1ac8 // fmla v8.4s, v22.4s, v12.s[2]
+	WORD $0x4f8c1b09 // fmla v9.4s, v24.4s, v12.s[2]
+	FSTPQ (F8, F9), facc2-64(SP)
+	FLDPQ facc3-32(SP), (F8, F9)
+	WORD $0x4e21daf7 // scvtf v23.4s, v23.4s
+	WORD $0x4e21db9c // scvtf v28.4s, v28.4s
+	WORD $0x4fac1ae8 // fmla v8.4s, v23.4s, v12.s[3]
+	WORD $0x4fac1b89 // fmla v9.4s, v28.4s, v12.s[3]
+	FSTPQ (F8, F9), facc3-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KAsimdC4_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1.P V24.S[2], (R8)(R9)
-	VST1 V24.S[3], (R8)
+	FLDPQ facc0-128(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc1-96(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc2-64(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc3-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ4KDotC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -2764,7 +3146,7 @@ gemmQ4KDotC4_block:
 	RET
 
 // func gemmQ6KDotC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KDotC1(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KDotC1(SB), NOSPLIT, $32-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -2772,11 +3154,12 @@ TEXT ·gemmQ6KDotC1(SB), NOSPLIT, $0-48
 	MOVD y+32(FP), R8
 	MOVD ys+40(FP), R9
 	LSL $2, R9
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KDotC1_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
@@ -2813,40 +3196,32 @@ gemmQ6KDotC1_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081ae // mul v14.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009ae // mla v14.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101ae // mla v14.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109ae // mla v14.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -2871,55 +3246,70 @@ gemmQ6KDotC1_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201ae // mla v14.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209ae // mla v14.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301ae // mla v14.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
-	ADD $32, R1
-	WORD $0x4eb4be8c // addp v12.4s, v20.4s, v20.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x6fb309ae // mla v14.4s, v13.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-32(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KDotC1_block
-	VST1 V24.S[0], (R8)
+	FLDPQ facc0-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ6KDotC2(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KDotC2(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KDotC2(SB), NOSPLIT, $64-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -2928,11 +3318,13 @@ TEXT ·gemmQ6KDotC2(SB), NOSPLIT, $0-48
 	MOVD ys+40(FP), R9
 	LSL $2, R9
 	ADD R2, R1, R3
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-64(SP)
+	FSTPQ (F8, F9), facc1-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KDotC2_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
@@ -2970,66 +3362,58 @@ gemmQ6KDotC2_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081ae // mul v14.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009ae // mla v14.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101ae // mla v14.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109ae // mla v14.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908195 // mul v21.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b5 // mla v21.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081af // mul v15.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b5 // mla v21.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009af // mla v15.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b5 // mla v21.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101af // mla v15.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b5 // mla v21.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109af // mla v15.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -3054,83 +3438,126 @@ gemmQ6KDotC2_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201ae // mla v14.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209ae // mla v14.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301ae // mla v14.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
-	ADD $32, R1
+	WORD $0x6fb309ae // mla v14.4s, v13.4s, v19.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b5 // mla v21.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201af // mla v15.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b5 // mla v21.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209af // mla v15.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b5 // mla v21.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301af // mla v15.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b5 // mla v21.4s, v13.4s, v19.s[3]
-	ADD $32, R3
-	WORD $0x4eb5be8c // addp v12.4s, v20.4s, v21.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x6fb309af // mla v15.4s, v13.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	VLD1.P 32(R3), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86b5 // sub v21.4s, v21.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ef // sub v15.4s, v15.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-64(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-64(SP)
+	FLDPQ facc1-32(SP), (F8, F9)
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4e21d9ef // scvtf v15.4s, v15.4s
+	WORD $0x4fac12a8 // fmla v8.4s, v21.4s, v12.s[1]
+	WORD $0x4fac11e9 // fmla v9.4s, v15.4s, v12.s[1]
+	FSTPQ (F8, F9), facc1-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KDotC2_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1 V24.S[1], (R8)
+	FLDPQ facc0-64(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc1-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ6KDotC3(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KDotC3(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KDotC3(SB), NOSPLIT, $96-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -3140,11 +3567,14 @@ TEXT ·gemmQ6KDotC3(SB), NOSPLIT, $0-48
 	LSL $2, R9
 	ADD R2, R1, R3
 	ADD R2, R3, R4
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-96(SP)
+	FSTPQ (F8, F9), facc1-64(SP)
+	FSTPQ (F8, F9), facc2-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KDotC3_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
@@ -3183,92 +3613,84 @@ gemmQ6KDotC3_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081ae // mul v14.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009ae // mla v14.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101ae // mla v14.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109ae // mla v14.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908195 // mul v21.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b5 // mla v21.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081af // mul v15.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b5 // mla v21.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009af // mla v15.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b5 // mla v21.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101af // mla v15.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b5 // mla v21.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109af // mla v15.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908196 // mul v22.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b6 // mla v22.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081b8 // mul v24.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900996 // mla v22.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b6 // mla v22.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009b8 // mla v24.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910196 // mla v22.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b6 // mla v22.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101b8 // mla v24.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910996 // mla v22.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b6 // mla v22.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109b8 // mla v24.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -3293,112 +3715,182 @@ gemmQ6KDotC3_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201ae // mla v14.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209ae // mla v14.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301ae // mla v14.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
-	ADD $32, R1
+	WORD $0x6fb309ae // mla v14.4s, v13.4s, v19.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b5 // mla v21.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201af // mla v15.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b5 // mla v21.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209af // mla v15.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b5 // mla v21.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301af // mla v15.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b5 // mla v21.4s, v13.4s, v19.s[3]
-	ADD $32, R3
+	WORD $0x6fb309af // mla v15.4s, v13.4s, v19.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920196 // mla v22.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b6 // mla v22.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201b8 // mla v24.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920996 // mla v22.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b6 // mla v22.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209b8 // mla v24.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930196 // mla v22.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b6 // mla v22.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301b8 // mla v24.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930996 // mla v22.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b6 // mla v22.4s, v13.4s, v19.s[3]
-	ADD $32, R4
-	WORD $0x4eb5be8c // addp v12.4s, v20.4s, v21.4s
-	WORD $0x4eb6becd // addp v13.4s, v22.4s, v22.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x6fb309b8 // mla v24.4s, v13.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	VLD1.P 32(R3), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86b5 // sub v21.4s, v21.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ef // sub v15.4s, v15.4s, v10.4s
+	VLD1.P 32(R4), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86d6 // sub v22.4s, v22.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8718 // sub v24.4s, v24.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-96(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-96(SP)
+	FLDPQ facc1-64(SP), (F8, F9)
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4e21d9ef // scvtf v15.4s, v15.4s
+	WORD $0x4fac12a8 // fmla v8.4s, v21.4s, v12.s[1]
+	WORD $0x4fac11e9 // fmla v9.4s, v15.4s, v12.s[1]
+	FSTPQ (F8, F9), facc1-64(SP)
+	FLDPQ facc2-32(SP), (F8, F9)
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4f8c1ac8 // fmla v8.4s, v22.4s, v12.s[2]
+	WORD $0x4f8c1b09 // fmla v9.4s, v24.4s, v12.s[2]
+	FSTPQ (F8, F9), facc2-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KDotC3_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1 V24.S[2], (R8)
+	FLDPQ facc0-96(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc1-64(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc2-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET
 
 // func gemmQ6KDotC4(w *byte, a *byte, arb int, nb int, y *float32, ys int)
-TEXT ·gemmQ6KDotC4(SB), NOSPLIT, $0-48
+TEXT ·gemmQ6KDotC4(SB), NOSPLIT, $128-48
 	MOVD w+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD arb+16(FP), R2
@@ -3409,11 +3901,15 @@ TEXT ·gemmQ6KDotC4(SB), NOSPLIT, $0-48
 	ADD R2, R1, R3
 	ADD R2, R3, R4
 	ADD R2, R4, R5
-	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	FSTPQ (F8, F9), facc0-128(SP)
+	FSTPQ (F8, F9), facc1-96(SP)
+	FSTPQ (F8, F9), facc2-64(SP)
+	FSTPQ (F8, F9), facc3-32(SP)
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 	WORD $0x4f01e61e // movi v30.16b, #0x30
-	WORD $0x4f01e41d // movi v29.16b, #0x20
 gemmQ6KDotC4_block:
 	MOVHU 208(R0), R10
 	FMOVS R10, F26
@@ -3453,118 +3949,110 @@ gemmQ6KDotC4_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908194 // mul v20.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081ae // mul v14.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009ae // mla v14.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101ae // mla v14.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109ae // mla v14.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908195 // mul v21.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b5 // mla v21.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081af // mul v15.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b5 // mla v21.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009af // mla v15.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b5 // mla v21.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101af // mla v15.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b5 // mla v21.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109af // mla v15.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908196 // mul v22.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b6 // mla v22.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081b8 // mul v24.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900996 // mla v22.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b6 // mla v22.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009b8 // mla v24.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910196 // mla v22.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b6 // mla v22.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101b8 // mla v24.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910996 // mla v22.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b6 // mla v22.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109b8 // mla v24.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x4f908197 // mul v23.4s, v12.4s, v16.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb001b7 // mla v23.4s, v13.4s, v16.s[1]
+	WORD $0x4fb081bc // mul v28.4s, v13.4s, v16.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f900997 // mla v23.4s, v12.4s, v16.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb009b7 // mla v23.4s, v13.4s, v16.s[3]
+	WORD $0x6fb009bc // mla v28.4s, v13.4s, v16.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f910197 // mla v23.4s, v12.4s, v17.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb101b7 // mla v23.4s, v13.4s, v17.s[1]
+	WORD $0x6fb101bc // mla v28.4s, v13.4s, v17.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f910997 // mla v23.4s, v12.4s, v17.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb109b7 // mla v23.4s, v13.4s, v17.s[3]
+	WORD $0x6fb109bc // mla v28.4s, v13.4s, v17.s[3]
 	VLD1.P 64(R0), [V8.B16, V9.B16, V10.B16, V11.B16]
 	FLDPQ 32(R0), (F12, F13)
 	WORD $0x4e3f1d00 // and v0.16b, v8.16b, v31.16b
@@ -3589,134 +4077,232 @@ gemmQ6KDotC4_block:
 	WORD $0x6f0c0567 // ushr v7.16b, v11.16b, #4
 	WORD $0x6f0e05a9 // ushr v9.16b, v13.16b, #2
 	WORD $0x6ebe1d27 // bit v7.16b, v9.16b, v30.16b
-	WORD $0x6e3d8400 // sub v0.16b, v0.16b, v29.16b
-	WORD $0x6e3d8421 // sub v1.16b, v1.16b, v29.16b
-	WORD $0x6e3d8442 // sub v2.16b, v2.16b, v29.16b
-	WORD $0x6e3d8463 // sub v3.16b, v3.16b, v29.16b
-	WORD $0x6e3d8484 // sub v4.16b, v4.16b, v29.16b
-	WORD $0x6e3d84a5 // sub v5.16b, v5.16b, v29.16b
-	WORD $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
-	WORD $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201ae // mla v14.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209ae // mla v14.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R1), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301ae // mla v14.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
-	ADD $32, R1
+	WORD $0x6fb309ae // mla v14.4s, v13.4s, v19.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b5 // mla v21.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201af // mla v15.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b5 // mla v21.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209af // mla v15.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b5 // mla v21.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301af // mla v15.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b5 // mla v21.4s, v13.4s, v19.s[3]
-	ADD $32, R3
+	WORD $0x6fb309af // mla v15.4s, v13.4s, v19.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920196 // mla v22.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b6 // mla v22.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201b8 // mla v24.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920996 // mla v22.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b6 // mla v22.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209b8 // mla v24.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R4), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930196 // mla v22.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b6 // mla v22.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301b8 // mla v24.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930996 // mla v22.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b6 // mla v22.4s, v13.4s, v19.s[3]
-	ADD $32, R4
+	WORD $0x6fb309b8 // mla v24.4s, v13.4s, v19.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88940c // sdot v12.4s, v0.16b, v8.16b
 	WORD $0x6f920197 // mla v23.4s, v12.4s, v18.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e89942d // sdot v13.4s, v1.16b, v9.16b
-	WORD $0x6fb201b7 // mla v23.4s, v13.4s, v18.s[1]
+	WORD $0x6fb201bc // mla v28.4s, v13.4s, v18.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a944c // sdot v12.4s, v2.16b, v10.16b
 	WORD $0x6f920997 // mla v23.4s, v12.4s, v18.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b946d // sdot v13.4s, v3.16b, v11.16b
-	WORD $0x6fb209b7 // mla v23.4s, v13.4s, v18.s[3]
+	WORD $0x6fb209bc // mla v28.4s, v13.4s, v18.s[3]
 	VLD1.P 64(R5), [V8.B16, V9.B16, V10.B16, V11.B16]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e88948c // sdot v12.4s, v4.16b, v8.16b
 	WORD $0x6f930197 // mla v23.4s, v12.4s, v19.s[0]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8994ad // sdot v13.4s, v5.16b, v9.16b
-	WORD $0x6fb301b7 // mla v23.4s, v13.4s, v19.s[1]
+	WORD $0x6fb301bc // mla v28.4s, v13.4s, v19.s[1]
 	WORD $0x6f00e40c // movi v12.2d, #0000000000000000
 	WORD $0x4e8a94cc // sdot v12.4s, v6.16b, v10.16b
 	WORD $0x6f930997 // mla v23.4s, v12.4s, v19.s[2]
 	WORD $0x6f00e40d // movi v13.2d, #0000000000000000
 	WORD $0x4e8b94ed // sdot v13.4s, v7.16b, v11.16b
-	WORD $0x6fb309b7 // mla v23.4s, v13.4s, v19.s[3]
-	ADD $32, R5
-	WORD $0x4eb5be8c // addp v12.4s, v20.4s, v21.4s
-	WORD $0x4eb7becd // addp v13.4s, v22.4s, v23.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4f9a932d // fmul v13.4s, v25.4s, v26.s[0]
-	WORD $0x6e2cddac // fmul v12.4s, v13.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
+	WORD $0x6fb309bc // mla v28.4s, v13.4s, v19.s[3]
+	VLD1.P 32(R1), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8694 // sub v20.4s, v20.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ce // sub v14.4s, v14.4s, v10.4s
+	VLD1.P 32(R3), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86b5 // sub v21.4s, v21.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa85ef // sub v15.4s, v15.4s, v10.4s
+	VLD1.P 32(R4), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86d6 // sub v22.4s, v22.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa8718 // sub v24.4s, v24.4s, v10.4s
+	VLD1.P 32(R5), [V8.H8, V9.H8]
+	WORD $0x0f10a50a // sxtl v10.4s, v8.4h
+	WORD $0x4f10a50b // sxtl2 v11.4s, v8.8h
+	WORD $0x4eb09d4a // mul v10.4s, v10.4s, v16.4s
+	WORD $0x4eb19d6b // mul v11.4s, v11.4s, v17.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa86f7 // sub v23.4s, v23.4s, v10.4s
+	WORD $0x0f10a52a // sxtl v10.4s, v9.4h
+	WORD $0x4f10a52b // sxtl2 v11.4s, v9.8h
+	WORD $0x4eb29d4a // mul v10.4s, v10.4s, v18.4s
+	WORD $0x4eb39d6b // mul v11.4s, v11.4s, v19.4s
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4f25554a // shl v10.4s, v10.4s, #5
+	WORD $0x6eaa879c // sub v28.4s, v28.4s, v10.4s
+	WORD $0x4f9a932c // fmul v12.4s, v25.4s, v26.s[0]
+	FLDPQ facc0-128(SP), (F8, F9)
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD $0x4f8c1288 // fmla v8.4s, v20.4s, v12.s[0]
+	WORD $0x4f8c11c9 // fmla v9.4s, v14.4s, v12.s[0]
+	FSTPQ (F8, F9), facc0-128(SP)
+	FLDPQ facc1-96(SP), (F8, F9)
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4e21d9ef // scvtf v15.4s, v15.4s
+	WORD $0x4fac12a8 // fmla v8.4s, v21.4s, v12.s[1]
+	WORD $0x4fac11e9 // fmla v9.4s, v15.4s, v12.s[1]
+	FSTPQ (F8, F9), facc1-96(SP)
+	FLDPQ facc2-64(SP), (F8, F9)
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4f8c1ac8 // fmla v8.4s, v22.4s, v12.s[2]
+	WORD $0x4f8c1b09 // fmla v9.4s, v24.4s, v12.s[2]
+	FSTPQ (F8, F9), facc2-64(SP)
+	FLDPQ facc3-32(SP), (F8, F9)
+	WORD $0x4e21daf7 // scvtf v23.4s, v23.4s
+	WORD $0x4e21db9c // scvtf v28.4s, v28.4s
+	WORD $0x4fac1ae8 // fmla v8.4s, v23.4s, v12.s[3]
+	WORD $0x4fac1b89 // fmla v9.4s, v28.4s, v12.s[3]
+	FSTPQ (F8, F9), facc3-32(SP)
 	ADD $82, R0
 	SUBS $1, R7
 	BNE gemmQ6KDotC4_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1.P V24.S[2], (R8)(R9)
-	VST1 V24.S[3], (R8)
+	FLDPQ facc0-128(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc1-96(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc2-64(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1.P V10.S[0], (R8)(R9)
+	FLDPQ facc3-32(SP), (F8, F9)
+	WORD $0x4e28d528 // fadd v8.4s, v9.4s, v8.4s
+	WORD $0x4e14050a // dup v10.4s, v8.s[2]
+	WORD $0x4e2ad50a // fadd v10.4s, v8.4s, v10.4s
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd50b // fadd v11.4s, v8.4s, v11.4s
+	WORD $0x4e0c056b // dup v11.4s, v11.s[1]
+	WORD $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	VST1 V10.S[0], (R8)
 	RET

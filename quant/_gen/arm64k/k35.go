@@ -17,9 +17,11 @@ func k35File() string {
 	a.p("// super-blocks arb bytes apart at a; room for c outputs ys floats apart")
 	a.p("// at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones")
 	a.p("// FEAT_DotProd as well. A super-block's levels are unpacked once for")
-	a.p("// all c rows; its integer sums are exact in int32 and the float32 part")
-	a.p("// runs in lane c for activation row c with the Go twins' operations in")
-	a.p("// their order, each rounded alone, so each output is the Go twin's.")
+	a.p("// all c rows; its integer sums are exact in int32. Q5_K's float32 part")
+	a.p("// runs in lane c for activation row c with the Go twin's operations in")
+	a.p("// their order, each rounded alone; Q3_K's keeps ggml's AVX2 eight lanes")
+	a.p("// and eight float32 lanes a row (FMLA by element, on the stack), added")
+	a.p("// as hsum8 at the end. So each output is the Go twin's.")
 	for _, s := range sets {
 		for c := 1; c <= maxActs; c++ {
 			q3k(a, s.suffix, c)
@@ -173,20 +175,50 @@ func q5k(a *asm, set string, c int) {
 	kEpilogue(a, c)
 }
 
-// q3k writes gemmQ3K<set>C<c>: q6k's products on levels q3 = u-4 (int8,
-// -4..3), u the two bits of qs (bit pair j of byte l for chunk j of a
-// half) with the hmask bit (4h+j of byte l) inserted at bit 2, and 16
-// int8 scales from the 12 packed bytes (q3kScales, less 32).
+// q3k writes gemmQ3K<set>C<c>: ggml's haswell order (dotQ3_KQ8_KGo),
+// on levels q3 = u-4 (int8, -4..3), u the two bits of qs (bit pair j of
+// byte l for chunk j of a half) with the hmask bit (4h+j of byte l)
+// inserted at bit 2, and 16 int8 scales from the 12 packed bytes
+// (q3kScales, less 32). Each activation row keeps two int32x4
+// accumulators a super-block: lanes 0..3 (the first 16 values of each
+// 32-value chunk) and lanes 4..7 (the last 16), lane k of a 16-value half
+// summing its values 4k..4k+3 times the half's scale: SDOT does so
+// (Dot), or SMULL, SMULL2, ADDP and SADDLP (Asimd; a pair of products is
+// at most 2·4·128). The eight lanes then go into the row's eight float32
+// lanes, kept on the stack, as FMLA by element by dy·f16(x.d), and the
+// epilogue adds them as hsum8.
 func q3k(a *asm, set string, c int) {
 	name := fmt.Sprintf("gemmQ3K%sC%d", set, c)
 	dot := set == "Dot"
-	kPrologue(a, name, c)
+	a.p("")
+	a.p("// func %s(w *byte, a *byte, arb int, nb int, y *float32, ys int)", name)
+	a.p("TEXT ·%s(SB), NOSPLIT, $%d-48", name, 32*c)
+	a.mark()
+	a.op("MOVD w+0(FP), %s", rW)
+	a.op("MOVD a+8(FP), R1")
+	a.op("MOVD arb+16(FP), R2")
+	a.op("MOVD nb+24(FP), %s", rN)
+	a.op("MOVD y+32(FP), %s", rY)
+	a.op("MOVD ys+40(FP), %s", rYS)
+	a.op("LSL $2, %s", rYS)
+	for i := 1; i < c; i++ {
+		a.op("ADD R2, %s, %s", actRegs[i-1], actRegs[i])
+	}
+	a.i(movi0(vDy))
+	// Row i's float32 lanes 0..3, 4..7 at facc(i) and facc(i)+16.
+	facc := func(i int) string { return fmt.Sprintf("facc%d-%d(SP)", i, 32*(c-i)) }
+	a.i(movi0(8))
+	a.i(movi0(9))
+	for i := 0; i < c; i++ {
+		a.op("FSTPQ (F8, F9), %s", facc(i))
+	}
 	const (
 		vFour  = v(30) // 0x04 bytes: the hmask bit's place, and the offset
 		vOff32 = v(29) // 0x20 bytes
 		vScRaw = v(27)
 	)
-	acc := func(i int) v { return v(20 + i) }
+	lo := func(i int) v { return v(20 + i) }
+	hi := func(i int) v { return []v{14, 15, 24, 28}[i] }
 	a.i(movi8(vMask, 0x03))
 	a.i(movi8(vFour, 0x04))
 	a.i(movi8(vOff32, 0x20))
@@ -222,25 +254,19 @@ func q3k(a *asm, set string, c int) {
 	a.op("FMOVD R13, F%d", vScRaw)
 	a.op("VMOV R10, V%d.D[1]", vScRaw)
 	a.i(vSUBB.of(vScRaw, vScRaw, vOff32))
-	var scale func(idx uint32) (v, uint32)
-	if dot { // int32 scales 4k..4k+3 in V16+k
-		a.i(vSXTLB.of(16, vScRaw))
-		a.i(vSXTL2B.of(17, vScRaw))
-		a.i(vSXTL2H.of(19, 17))
-		a.i(vSXTLH.of(18, 17))
-		a.i(vSXTL2H.of(17, 16))
-		a.i(vSXTLH.of(16, 16))
-		scale = func(idx uint32) (v, uint32) { return v(16 + idx/4), idx % 4 }
-	} else { // int16 scales 0..7 in V14, 8..15 in V15
-		a.i(vSXTLB.of(14, vScRaw))
-		a.i(vSXTL2B.of(15, vScRaw))
-		scale = func(idx uint32) (v, uint32) { return v(14 + idx/8), idx % 8 }
-	}
+	// int32 scales 4k..4k+3 in V16+k.
+	a.i(vSXTLB.of(16, vScRaw))
+	a.i(vSXTL2B.of(17, vScRaw))
+	a.i(vSXTL2H.of(19, 17))
+	a.i(vSXTLH.of(18, 17))
+	a.i(vSXTL2H.of(17, 16))
+	a.i(vSXTLH.of(16, 16))
+	scale := func(idx uint32) (v, uint32) { return v(16 + idx/4), idx % 4 }
 	loadDy(a, c)
 	for h := 0; h < 2; h++ {
 		// qs of the half in V8, V9; hmask in V10, V11. Vector m = 2j+s
 		// holds values 32j+16s..32j+16s+15 of the half: activation quants
-		// 16m.., sub-block 8h+m.
+		// 16m.., sub-block 8h+m, lanes 4s..4s+3.
 		a.op("FLDPQ %d(%s), (F8, F9)", 32+32*h, rW)
 		a.op("FLDPQ 0(%s), (F10, F11)", rW)
 		for j := 0; j < 4; j++ {
@@ -275,25 +301,26 @@ func q3k(a *asm, set string, c int) {
 				}
 				q8 := v(8 + m%4)
 				r, l := scale(uint32(8*h) + m)
-				first := h == 0 && m == 0
+				acc := lo(i)
+				if m%2 == 1 {
+					acc = hi(i)
+				}
+				first := h == 0 && m < 2
 				t := v(12 + m%2)
 				if dot {
 					a.i(movi0(t))
 					a.i(vSDOT.of(t, v(m), q8))
-					if first {
-						a.i(elem("mul", acc(i), t, r, l))
-					} else {
-						a.i(elem("mla", acc(i), t, r, l))
-					}
 				} else {
-					a.i(vSMULL.of(t, v(m), q8))
-					a.i(vSMLAL2.of(t, v(m), q8))
-					if first {
-						a.i(elem("smull", acc(i), t, r, l))
-					} else {
-						a.i(elem("smlal", acc(i), t, r, l))
-					}
-					a.i(elem("smlal2", acc(i), t, r, l))
+					t = 12
+					a.i(vSMULL.of(12, v(m), q8))
+					a.i(vSMULL2.of(13, v(m), q8))
+					a.i(vADDPH.of(12, 12, 13))
+					a.i(vSADDLPH.of(12, 12))
+				}
+				if first {
+					a.i(elem("mul", acc, t, r, l))
+				} else {
+					a.i(elem("mla", acc, t, r, l))
 				}
 			}
 			if h == 1 {
@@ -301,20 +328,20 @@ func q3k(a *asm, set string, c int) {
 			}
 		}
 	}
-	var accs []v
+	a.i(elem("fmul", 12, vDy, vXd, 0)) // lane i: d = dy_i·f16(x.d)
 	for i := 0; i < c; i++ {
-		accs = append(accs, acc(i))
+		a.op("FLDPQ %s, (F8, F9)", facc(i))
+		a.i(vSCVTFS.of(lo(i), lo(i)))
+		a.i(vSCVTFS.of(hi(i), hi(i)))
+		a.i(elem("fmla", 8, lo(i), 12, uint32(i)))
+		a.i(elem("fmla", 9, hi(i), 12, uint32(i)))
+		a.op("FSTPQ (F8, F9), %s", facc(i))
 	}
-	reduceLanes(a, 12, 13, accs)
-	a.i(vSCVTFS.of(12, 12))
-	a.i(elem("fmul", 13, vDy, vXd, 0)) // f16(x.d)*dy
-	a.i(vFMULS.of(12, 13, 12))         // *float32(sumi)
-	a.i(vFADDS.of(vSum, vSum, 12))
 	a.op("ADD $110, %s", rW)
 	a.op("SUBS $1, %s", rN)
 	a.op("BNE %s_block", name)
 	counts[fmt.Sprintf("Q3_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
-	kEpilogue(a, c)
+	hsum8Epilogue(a, c, facc)
 }
 
 // k35DeclFile writes k35_decl_arm64.go: the kernels' declarations and

@@ -134,9 +134,11 @@ func kquantFile() string {
 	a.p("// super-blocks arb bytes apart at a; room for c outputs ys floats apart")
 	a.p("// at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones")
 	a.p("// FEAT_DotProd as well. Every integer sum of a super-block is exact")
-	a.p("// (see kquant_arm64.go); the float32 part runs in lane c for")
-	a.p("// activation row c with the Go twins' operations in their order, each")
-	a.p("// rounded alone, so each output is the Go twin's, bit for bit.")
+	a.p("// (see kquant_arm64.go); Q4_K's float32 part runs in lane c for")
+	a.p("// activation row c with the Go twin's operations in their order, each")
+	a.p("// rounded alone; Q6_K's keeps ggml's AVX2 eight lanes and eight float32")
+	a.p("// lanes a row (FMLA by element, on the stack), added as hsum8 at the")
+	a.p("// end. So each output is the Go twin's, bit for bit.")
 	for _, s := range sets {
 		for c := 1; c <= maxActs; c++ {
 			q4k(a, s.suffix, c)
@@ -345,46 +347,63 @@ func q4k(a *asm, set string, c int) {
 	kEpilogue(a, c)
 }
 
-// q6k writes gemmQ6K<set>C<c>. Per 128-weight half of a super-block the 64
-// low-bit bytes and 32 high-bit bytes are unpacked once into eight vectors
-// of 16 values q-32 (int8, -32..31); each activation row multiplies them
-// with its quants, SDOT (Dot) or SMULL/SMLAL2 into int16x8 (each lane at
-// most 2*32*128) (Asimd), and the 16-value sub-block's int8 scale multiplies
-// that into the row's int32x4 accumulator.
+// q6k writes gemmQ6K<set>C<c>: ggml's haswell order (dotQ6_KQ8_KGo), on
+// unsigned levels q (0..63: the low nibble from ql, bits 4..5 from qh).
+// Each activation row keeps two int32x4 accumulators a super-block, lanes
+// 0..3 (the first 16 values of each 32-value chunk) and 4..7 (the last
+// 16), lane k of a 16-value half summing its values 4k..4k+3 times the
+// half's scale: SDOT does so (Dot; q fits int8), or SMULL, SMULL2, ADDP
+// and SADDLP (Asimd; a pair of products is at most 2·63·128). The -32
+// comes off through the bsums, 32·(sc[2l]·bsum[2l] + sc[2l+1]·bsum[2l+1])
+// from lane l, as ggml's q8sclsub. The eight lanes then go into the row's
+// eight float32 lanes, kept on the stack, as FMLA by element by
+// dy·f16(x.d), and the epilogue adds them as hsum8.
 func q6k(a *asm, set string, c int) {
 	name := fmt.Sprintf("gemmQ6K%sC%d", set, c)
 	dot := set == "Dot"
-	kPrologue(a, name, c)
+	a.p("")
+	a.p("// func %s(w *byte, a *byte, arb int, nb int, y *float32, ys int)", name)
+	a.p("TEXT ·%s(SB), NOSPLIT, $%d-48", name, 32*c)
+	a.mark()
+	a.op("MOVD w+0(FP), %s", rW)
+	a.op("MOVD a+8(FP), R1")
+	a.op("MOVD arb+16(FP), R2")
+	a.op("MOVD nb+24(FP), %s", rN)
+	a.op("MOVD y+32(FP), %s", rY)
+	a.op("MOVD ys+40(FP), %s", rYS)
+	a.op("LSL $2, %s", rYS)
+	for i := 1; i < c; i++ {
+		a.op("ADD R2, %s, %s", actRegs[i-1], actRegs[i])
+	}
+	a.i(movi0(vDy))
+	facc := func(i int) string { return fmt.Sprintf("facc%d-%d(SP)", i, 32*(c-i)) }
+	a.i(movi0(8))
+	a.i(movi0(9))
+	for i := 0; i < c; i++ {
+		a.op("FSTPQ (F8, F9), %s", facc(i))
+	}
 	const (
 		vHiMask = v(30) // 0x30 bytes
-		vOff    = v(29) // 32 bytes
 		vScRaw  = v(27)
 	)
-	acc := func(i int) v { return v(20 + i) }
+	lo := func(i int) v { return v(20 + i) }
+	hi := func(i int) v { return []v{14, 15, 24, 28}[i] }
 	a.i(movi8(vMask, 0x0f))
 	a.i(movi8(vHiMask, 0x30))
-	a.i(movi8(vOff, 0x20))
 	a.label(name + "_block")
 	a.mark()
 	a.op("MOVHU 208(%s), R10", rW)
 	a.op("FMOVS R10, F%d", vXd)
 	a.i(vFCVTLH.of(vXd, vXd))
 	a.op("FMOVQ 192(%s), F%d", rW, vScRaw)
-	// scale(idx) is the register and lane of sub-block idx's scale.
-	var scale func(idx uint32) (v, uint32)
-	if dot { // int32 scales 4k..4k+3 in V16+k
-		a.i(vSXTLB.of(16, vScRaw))
-		a.i(vSXTL2B.of(17, vScRaw))
-		a.i(vSXTL2H.of(19, 17))
-		a.i(vSXTLH.of(18, 17))
-		a.i(vSXTL2H.of(17, 16))
-		a.i(vSXTLH.of(16, 16))
-		scale = func(idx uint32) (v, uint32) { return v(16 + idx/4), idx % 4 }
-	} else { // int16 scales 0..7 in V14, 8..15 in V15
-		a.i(vSXTLB.of(14, vScRaw))
-		a.i(vSXTL2B.of(15, vScRaw))
-		scale = func(idx uint32) (v, uint32) { return v(14 + idx/8), idx % 8 }
-	}
+	// int32 scales 4k..4k+3 in V16+k.
+	a.i(vSXTLB.of(16, vScRaw))
+	a.i(vSXTL2B.of(17, vScRaw))
+	a.i(vSXTL2H.of(19, 17))
+	a.i(vSXTLH.of(18, 17))
+	a.i(vSXTL2H.of(17, 16))
+	a.i(vSXTLH.of(16, 16))
+	scale := func(idx uint32) (v, uint32) { return v(16 + idx/4), idx % 4 }
 	loadDy(a, c)
 	for h := 0; h < 2; h++ {
 		// ql: V8..V11; qh: V12, V13. rW advances 64 per half over ql.
@@ -413,9 +432,6 @@ func q6k(a *asm, set string, c int) {
 		a.i(shiftImm("ushr", "16b", 7, 11, 4))
 		a.i(shiftImm("ushr", "16b", 9, 13, 2))
 		a.i(vBIT.of(7, 9, vHiMask))
-		for m := v(0); m < 8; m++ {
-			a.i(vSUBB.of(m, m, vOff))
-		}
 		for i := 0; i < c; i++ {
 			for m := uint32(0); m < 8; m++ {
 				if m%4 == 0 {
@@ -423,47 +439,81 @@ func q6k(a *asm, set string, c int) {
 				}
 				q8 := v(8 + m%4)
 				r, l := scale(uint32(8*h) + m)
-				first := h == 0 && m == 0
+				acc := lo(i)
+				if m%2 == 1 {
+					acc = hi(i)
+				}
+				first := h == 0 && m < 2
+				t := v(12 + m%2)
 				if dot {
-					t := v(12 + m%2)
 					a.i(movi0(t))
 					a.i(vSDOT.of(t, v(m), q8))
-					if first {
-						a.i(elem("mul", acc(i), t, r, l))
-					} else {
-						a.i(elem("mla", acc(i), t, r, l))
-					}
 				} else {
-					t := v(12 + m%2)
-					a.i(vSMULL.of(t, v(m), q8))
-					a.i(vSMLAL2.of(t, v(m), q8))
-					if first {
-						a.i(elem("smull", acc(i), t, r, l))
-					} else {
-						a.i(elem("smlal", acc(i), t, r, l))
-					}
-					a.i(elem("smlal2", acc(i), t, r, l))
+					t = 12
+					a.i(vSMULL.of(12, v(m), q8))
+					a.i(vSMULL2.of(13, v(m), q8))
+					a.i(vADDPH.of(12, 12, 13))
+					a.i(vSADDLPH.of(12, 12))
 				}
-			}
-			if h == 1 {
-				a.op("ADD $32, %s", actRegs[i]) // past the bsums
+				if first {
+					a.i(elem("mul", acc, t, r, l))
+				} else {
+					a.i(elem("mla", acc, t, r, l))
+				}
 			}
 		}
 	}
-	var accs []v
 	for i := 0; i < c; i++ {
-		accs = append(accs, acc(i))
+		// Lane l less 32·(sc[2l]·bsum[2l] + sc[2l+1]·bsum[2l+1]):
+		// bsums 0..7 for lanes 0..3, 8..15 for lanes 4..7.
+		a.op("VLD1.P 32(%s), [V8.H8, V9.H8]", actRegs[i])
+		for k, dst := range []v{lo(i), hi(i)} {
+			bs := v(8 + k)
+			a.i(vSXTLH.of(10, bs))
+			a.i(vSXTL2H.of(11, bs))
+			a.i(vMULS.of(10, 10, v(16+2*k)))
+			a.i(vMULS.of(11, 11, v(17+2*k)))
+			a.i(vADDPS.of(10, 10, 11))
+			a.i(shiftImm("shl", "4s", 10, 10, 5))
+			a.i(vSUBS.of(dst, dst, 10))
+		}
 	}
-	reduceLanes(a, 12, 13, accs)
-	a.i(vSCVTFS.of(12, 12))
-	a.i(elem("fmul", 13, vDy, vXd, 0)) // f16(x.d)*dy
-	a.i(vFMULS.of(12, 13, 12))         // *float32(sumi)
-	a.i(vFADDS.of(vSum, vSum, 12))
+	a.i(elem("fmul", 12, vDy, vXd, 0)) // lane i: d = dy_i·f16(x.d)
+	for i := 0; i < c; i++ {
+		a.op("FLDPQ %s, (F8, F9)", facc(i))
+		a.i(vSCVTFS.of(lo(i), lo(i)))
+		a.i(vSCVTFS.of(hi(i), hi(i)))
+		a.i(elem("fmla", 8, lo(i), 12, uint32(i)))
+		a.i(elem("fmla", 9, hi(i), 12, uint32(i)))
+		a.op("FSTPQ (F8, F9), %s", facc(i))
+	}
 	a.op("ADD $%d, %s", 210-128, rW)
 	a.op("SUBS $1, %s", rN)
 	a.op("BNE %s_block", name)
 	counts[fmt.Sprintf("Q6_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
-	kEpilogue(a, c)
+	hsum8Epilogue(a, c, facc)
+}
+
+// hsum8Epilogue stores each activation row's eight float32 lanes (lanes
+// 0..3 at facc(i), 4..7 16 bytes on) summed as hsum8 (r_k = lane k+4 +
+// lane k, then (r0+r2) + (r1+r3)) to y + i*ys, and returns.
+func hsum8Epilogue(a *asm, c int, facc func(int) string) {
+	for i := 0; i < c; i++ {
+		a.op("FLDPQ %s, (F8, F9)", facc(i))
+		a.i(vFADDS.of(8, 9, 8))
+		a.i(dupElem(10, 8, 2))
+		a.i(vFADDS.of(10, 8, 10)) // lane 0: r0+r2
+		a.i(dupElem(11, 8, 3))
+		a.i(vFADDS.of(11, 8, 11)) // lane 1: r1+r3
+		a.i(dupElem(11, 11, 1))
+		a.i(vFADDS.of(10, 10, 11))
+		if i < c-1 {
+			a.op("VST1.P V10.S[0], (%s)(%s)", rY, rYS)
+		} else {
+			a.op("VST1 V10.S[0], (%s)", rY)
+		}
+	}
+	a.op("RET")
 }
 
 func declFile() string {

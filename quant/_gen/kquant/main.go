@@ -15,13 +15,17 @@
 // scale, adding into the pair's accumulator: the super-block's integer sums
 // are exact. Q6_K's offset of -32 is taken off through the activations'
 // bsums (Σ (q-32)·a = Σ q·a - 32·Σ a, per 16 values with their scale), as
-// are Q4_K's mins. The eight accumulators are then summed across lanes into
+// are Q4_K's mins. Q4_K's accumulators are then summed across lanes into
 // one register whose lane k is pair k, and the float32 part runs in those
-// lanes with the Go twins' operations in their order, each rounded alone
+// lanes with the Go twin's operations in their order, each rounded alone
 // (no FMA):
 //
 //	Q4_K: d = f16(x.d)*dy; dmin = f16(x.dmin)*dy; sum += d*float32(sumi); sum -= dmin*float32(sumMins)
-//	Q6_K: sum += f16(x.d)*dy*float32(sumi)
+//
+// Q6_K's eight int32 lanes are ggml's AVX2 ones (the bsums taken off lane
+// by lane, sub-blocks 2l and 2l+1 from lane l, as ggml's q8sclsub), and go
+// into eight float32 lanes a pair on the stack, acc = fma(dy·f16(x.d),
+// float32(lane), acc), summed as hsum8 at the end (dotQ6_KQ8_KGo),
 //
 // so every output is bit for bit dotQ4_KQ8_KGo or dotQ6_KQ8_KGo whatever r
 // and c are (NaN payloads aside).
@@ -303,6 +307,11 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		return fmt.Sprintf("Y%d", 5+j)
 	}
 	frame := 32 * r
+	if !q4 {
+		// Each pair's eight float32 lanes at 32k(SP), the pairs' d at
+		// 32*pairs(SP).
+		frame = 32*pairs + 32
+	}
 	p("")
 	p("// func %s(w *byte, rb int, a *byte, arb int, nb int, y *float32, ys int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $%d-56", name, frame)
@@ -321,6 +330,11 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		}
 	}
 	p("\tVXORPS Y0, Y0, Y0")
+	if !q4 {
+		for k := 0; k < pairs; k++ {
+			p("\tVMOVUPS Y0, %d(SP)", 32*k)
+		}
+	}
 	p("\tMOVL $0x0f0f0f0f, AX")
 	p("\tVMOVD AX, X15")
 	p("\tVPBROADCASTD X15, Y15")
@@ -459,7 +473,9 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 			}
 		}
 	}
-	reduce(p, pairs, "Y9")
+	if q4 {
+		reduce(p, pairs, "Y9")
+	}
 	if q4 {
 		// Σ min·bsums per pair: each min twice, against the two bsums of
 		// its 32 values.
@@ -519,10 +535,17 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		p("\tVMULPS Y10, Y13, Y10") // dmin*float32(sumMins)
 		p("\tVSUBPS Y10, Y0, Y0")
 	} else {
-		p("\tVMULPS Y11, Y12, Y12") // f16(x.d)*dy
-		p("\tVCVTDQ2PS Y9, Y9")
-		p("\tVMULPS Y9, Y12, Y9") // ...*float32(sumi)
-		p("\tVADDPS Y9, Y0, Y0")
+		// Each pair's eight lanes into its float32 lanes, one rounding a
+		// lane: acc = fma(dy·f16(x.d), float32(lanes), acc).
+		p("\tVMULPS Y11, Y12, Y12") // lane k: d = dy·f16(x.d) of pair k
+		p("\tVMOVUPS Y12, %d(SP)", 32*pairs)
+		for k := 0; k < pairs; k++ {
+			p("\tVCVTDQ2PS %s, %s", acc(k), acc(k))
+			p("\tVBROADCASTSS %d(SP), Y10", 32*pairs+4*k)
+			p("\tVMOVUPS %d(SP), Y9", 32*k)
+			p("\tVFMADD231PS Y10, %s, Y9", acc(k))
+			p("\tVMOVUPS Y9, %d(SP)", 32*k)
+		}
 	}
 
 	p("\tADDQ $%d, SI", blockBytes)
@@ -538,6 +561,35 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 
 	// Store lane k at y[(k%c)*ys + k/c].
 	p("\tMOVQ y+40(FP), AX")
+	if !q4 {
+		// Q6_K: pair k's lanes summed as hsum8, to y[(k%c)*ys + k/c].
+		p("\tMOVQ ys+48(FP), BX")
+		p("\tSHLQ $2, BX")
+		if c == 1 {
+			// Several rows (or one), one activation row: row j at y[j*ys].
+			for j := 0; j < r; j++ {
+				p("\tVMOVUPS %d(SP), Y0", 32*j)
+				hsum8(p)
+				p("\tVMOVSS X0, (AX)")
+				if j < r-1 {
+					p("\tADDQ BX, AX")
+				}
+			}
+		}
+		for i := 0; i < c && c > 1; i++ {
+			for j := 0; j < r; j++ {
+				p("\tVMOVUPS %d(SP), Y0", 32*(j*c+i))
+				hsum8(p)
+				p("\tVMOVSS X0, %d(AX)", 4*j)
+			}
+			if i < c-1 {
+				p("\tADDQ BX, AX")
+			}
+		}
+		p("\tVZEROUPPER")
+		p("\tRET")
+		return
+	}
 	switch {
 	case c == 1 && r == 1:
 		p("\tVMOVSS X0, (AX)")
@@ -565,6 +617,17 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// hsum8 leaves in X0's lane 0 the sum of Y0's eight float32 lanes in
+// ggml's hsum_float_8 order: r_i = Y0[i+4]+Y0[i], then (r0+r2)+(r1+r3).
+func hsum8(p func(string, ...any)) {
+	p("\tVEXTRACTF128 $1, Y0, X1")
+	p("\tVADDPS X0, X1, X0")
+	p("\tVPSHUFD $0x4e, X0, X1")
+	p("\tVADDPS X1, X0, X0")
+	p("\tVMOVSHDUP X0, X1")
+	p("\tVADDSS X1, X0, X0")
 }
 
 // reduce sums each of the first n accumulators Y1.. across its eight lanes

@@ -21,17 +21,15 @@
 // (read as the upper half of the 64 bytes ending the Q8_K block) against
 // -32·scale in the upper half of a register.
 //
-// The batch kernels gemmQ6KZTC<c> (one row, c ≤ 16 activation rows) take
-// fewer multiplies; see tKernel.
+// The batch kernels gemmQ6KZTC<c> (one row, c ≤ 16 activation rows) do the
+// same for c activation rows at once; see tKernel.
 //
-// In both, the super-block's integer sums are exact; the accumulators are
-// summed across lanes (a tree of VPUNPCK and VSHUFI64X2) into one register
-// whose lane k is pair k, and the float32 part runs in those lanes with the
-// Go twin's operations in its order, each rounded alone (no FMA):
-//
-//	sum += f16(x.d)*dy*float32(sumi)
-//
-// so every output is bit for bit dotQ6_KQ8_KGo (NaN payloads aside).
+// In both, the super-block's integer sums are exact, and a pair's 16 int32
+// lanes fold onto ggml's eight AVX2 lanes (values 4l..4l+3 of every
+// 32-value chunk in lane l, the bsums' -32 of sub-blocks 2l, 2l+1 in lane
+// l), which go into the pair's eight float32 lanes, acc = fma(dy·f16(x.d),
+// float32(lane), acc), summed as hsum8 at the end: every output is bit for
+// bit dotQ6_KQ8_KGo (NaN payloads aside).
 package main
 
 import (
@@ -42,7 +40,7 @@ import (
 
 // Register use, common to the kernels.
 const (
-	zSum   = 0  // float32 sums, lane k = pair k
+	zSum   = 0  // zeroes, for the float32 lanes' start
 	zAcc   = 1  // Z1..Z16: int32 accumulators of pairs 0..15
 	zM0f   = 17 // bytes 0x0f
 	zM30   = 18 // bytes 0x30
@@ -150,17 +148,6 @@ func tables(p func(string, ...any)) {
 	}
 	p("GLOBL gz6cnt<>(SB), RODATA|NOPTR, $64")
 	p("")
-	p("// gz6perm<>: VPERMD picks putting group 4(m%4)+m/4 in dword m, the order")
-	p("// of the groups after transpose4.")
-	for q := 0; q < 8; q++ {
-		var v uint64
-		for k := 0; k < 2; k++ {
-			m := 2*q + k
-			v |= uint64(4*(m%4)+m/4) << (32 * k)
-		}
-		p("DATA gz6perm<>+0x%02x(SB)/8, $0x%016x", 8*q, v)
-	}
-	p("GLOBL gz6perm<>(SB), RODATA|NOPTR, $64")
 }
 
 // prologueConsts loads the constants every kernel uses.
@@ -221,67 +208,6 @@ func rowProducts(p func(string, ...any), addr func(off int) string, na int, acc 
 	}
 }
 
-// reduce sums each accumulator Z1..Zn across its 16 lanes into lane k of
-// out (lanes from n on are left arbitrary), using Z30, Z31 and, as
-// scratch for the tree, the accumulators themselves.
-func reduce(p func(string, ...any), n int, out string) {
-	t1, t2 := z(zTmp1), z(zTmp2)
-	regs := make([]string, n)
-	for k := range regs {
-		regs[k] = z(zAcc + k)
-	}
-	get := func(v []string, i int) string {
-		if i < len(v) {
-			return v[i]
-		}
-		return v[len(v)-1]
-	}
-	// Pairs of registers: dwords [a0+a2, b0+b2, a1+a3, b1+b3] per lane.
-	var s []string
-	for i := 0; i < n; i += 2 {
-		a, b := regs[i], get(regs, i+1)
-		p("\tVPUNPCKLDQ %s, %s, %s", b, a, t1)
-		p("\tVPUNPCKHDQ %s, %s, %s", b, a, t2)
-		p("\tVPADDD %s, %s, %s", t2, t1, a)
-		s = append(s, a)
-	}
-	// Pairs of those: dwords [a b c d] per lane, partial sums of four pairs.
-	var q []string
-	for i := 0; i < len(s); i += 2 {
-		a, b := s[i], get(s, i+1)
-		p("\tVPUNPCKLQDQ %s, %s, %s", b, a, t1)
-		p("\tVPUNPCKHQDQ %s, %s, %s", b, a, t2)
-		p("\tVPADDD %s, %s, %s", t2, t1, a)
-		q = append(q, a)
-	}
-	switch {
-	case len(q) == 1:
-		p("\tVSHUFI64X2 $0x4e, %s, %s, %s", q[0], q[0], t1)
-		p("\tVPADDD %s, %s, %s", t1, q[0], t1)
-		p("\tVSHUFI64X2 $0xb1, %s, %s, %s", t1, t1, t2)
-		p("\tVPADDD %s, %s, %s", t2, t1, out)
-	case len(q) == 2:
-		p("\tVSHUFI64X2 $0x44, %s, %s, %s", q[1], q[0], t1)
-		p("\tVSHUFI64X2 $0xee, %s, %s, %s", q[1], q[0], t2)
-		p("\tVPADDD %s, %s, %s", t2, t1, t1)
-		p("\tVSHUFI64X2 $0x88, %s, %s, %s", t1, t1, t2)
-		p("\tVSHUFI64X2 $0xdd, %s, %s, %s", t1, t1, t1)
-		p("\tVPADDD %s, %s, %s", t2, t1, out)
-	default:
-		var r []string
-		for i := 0; i < 4; i += 2 {
-			a, b := q[i], get(q, i+1)
-			p("\tVSHUFI64X2 $0x44, %s, %s, %s", b, a, t1)
-			p("\tVSHUFI64X2 $0xee, %s, %s, %s", b, a, t2)
-			p("\tVPADDD %s, %s, %s", t2, t1, a)
-			r = append(r, a)
-		}
-		p("\tVSHUFI64X2 $0x88, %s, %s, %s", r[1], r[0], t1)
-		p("\tVSHUFI64X2 $0xdd, %s, %s, %s", r[1], r[0], t2)
-		p("\tVPADDD %s, %s, %s", t2, t1, out)
-	}
-}
-
 // wr is the address of byte off of decode row j's current super-block: SI
 // is row 0, R13 row 4, R11 the row stride rb and R12 3*rb.
 func wr(j, off int) string {
@@ -312,7 +238,8 @@ func decKernel(p func(string, ...any), r int) {
 	name := fmt.Sprintf("gemmQ6KZDecR%d", r)
 	p("")
 	p("// func %s(w *byte, rb int, a *byte, nb int, y *float32, ys int, pf int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $64-56", name)
+	// Row j's eight float32 lanes at 32j(SP), the rows' d at 32r(SP).
+	p("TEXT ·%s(SB), NOSPLIT, $%d-56", name, 32*r+32)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ rb+8(FP), R11")
 	p("\tLEAQ (R11)(R11*2), R12")
@@ -325,6 +252,9 @@ func decKernel(p func(string, ...any), r int) {
 		p("\tLEAQ (BX)(R11*4), DX")
 	}
 	prologueConsts(p)
+	for j := 0; j < r; j++ {
+		p("\tVMOVUPS Y0, %d(SP)", 32*j)
+	}
 	p("")
 	p("loop_%s:", name)
 	for j := 0; j < r; j++ {
@@ -342,18 +272,18 @@ func decKernel(p func(string, ...any), r int) {
 			func(_, c int) string { return z(zDecA + c) },
 			func(int) string { return "228(DI)" })
 	}
-	reduce(p, r, z(zTmp1))
-	// f16 d of each row, dy broadcast; the twin's float32 steps.
-	p("\tVPXOR X2, X2, X2")
+	// f16 d of each row times dy, lane j row j's d.
+	p("\tVPXOR X9, X9, X9")
 	for j := 0; j < r; j++ {
-		p("\tVPINSRW $%d, %s, X2, X2", j, wr(j, 208))
+		p("\tVPINSRW $%d, %s, X9, X9", j, wr(j, 208))
 	}
-	p("\tVCVTPH2PS X2, Y2")
-	p("\tVBROADCASTSS (DI), Y3")
-	p("\tVMULPS Y3, Y2, Y2") // f16(x.d)*dy
-	p("\tVCVTDQ2PS %s, %s", y(zTmp1), y(zTmp1))
-	p("\tVMULPS %s, Y2, Y2", y(zTmp1)) // ...*float32(sumi)
-	p("\tVADDPS Y2, Y0, Y0")
+	p("\tVCVTPH2PS X9, Y9")
+	p("\tVBROADCASTSS (DI), Y10")
+	p("\tVMULPS Y10, Y9, Y9")
+	p("\tVMOVUPS Y9, %d(SP)", 32*r)
+	for j := 0; j < r; j++ {
+		fmaLanes(p, zAcc+j, fmt.Sprintf("%d(SP)", 32*r+4*j), fmt.Sprintf("%d(SP)", 32*j))
+	}
 	p("\tADDQ $210, SI")
 	p("\tADDQ $210, BX")
 	if r > 4 {
@@ -364,62 +294,63 @@ func decKernel(p func(string, ...any), r int) {
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
 	p("\tMOVQ y+32(FP), AX")
-	if r == 1 {
+	p("\tMOVQ ys+40(FP), BX")
+	p("\tSHLQ $2, BX")
+	for j := 0; j < r; j++ {
+		p("\tVMOVUPS %d(SP), Y0", 32*j)
+		hsum8(p)
 		p("\tVMOVSS X0, (AX)")
-	} else {
-		p("\tMOVQ ys+40(FP), BX")
-		p("\tSHLQ $2, BX")
-		p("\tVMOVUPS Y0, 0(SP)")
-		for j := 0; j < r; j++ {
-			p("\tMOVL %d(SP), DX", 4*j)
-			p("\tMOVL DX, (AX)")
-			if j < r-1 {
-				p("\tADDQ BX, AX")
-			}
+		if j < r-1 {
+			p("\tADDQ BX, AX")
 		}
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
 
-// The batch kernels. In the decode kernels a chunk's 16 dwords hold four
-// groups of 16 values (one scale each), so each chunk needs its own
-// multiply by the scales: VPMADDUBSW and VPDPWSSD, two multiplies per 64
-// values and pair. Here the four chunks of a row are transposed (4x4
-// dwords in each 128-bit lane across the four registers, transpose4), so
-// that dword m of every register holds values of one group, 4(m%4)+m/4,
-// and VPDPBUSD adds all 256 products of a pair into one register whose
-// dword m is that group's exact sum Σ q·a (at most 16·63·128). The
-// activations are transposed the same way once per call (q6kZActs, shared
-// by all weight rows), with -32·bsum of each group in the same order: a
-// pair's accumulator starts from those, takes the four VPDPBUSD and one
-// VPMULLD by the row's scales (VPMOVSXBD, VPERMD): 5 multiplies per 256
-// values and pair where the decode kernels' way takes 9.
-//
-// Activation super-block as q6kZActs writes it (actBytes):
-//
-//	0    the 256 quants, chunks transposed (register k at 64k)
-//	256  -32·bsum of group 4(m%4)+m/4 as int32 dword m
-const actBytes = 320
-
-// transpose4 transposes the 4x4 dwords of each 128-bit lane of Z20..Z23
-// (through Z25..Z28) in place: dword c of lane q of register k becomes
-// dword k of lane q of register c.
-func transpose4(p func(string, ...any)) {
-	n := func(i int) string { return z(20 + i) }
-	t := func(i int) string { return z(25 + i) }
-	p("\tVPUNPCKLDQ %s, %s, %s", n(1), n(0), t(0))
-	p("\tVPUNPCKHDQ %s, %s, %s", n(1), n(0), t(1))
-	p("\tVPUNPCKLDQ %s, %s, %s", n(3), n(2), t(2))
-	p("\tVPUNPCKHDQ %s, %s, %s", n(3), n(2), t(3))
-	p("\tVPUNPCKLQDQ %s, %s, %s", t(2), t(0), n(0))
-	p("\tVPUNPCKHQDQ %s, %s, %s", t(2), t(0), n(1))
-	p("\tVPUNPCKLQDQ %s, %s, %s", t(3), t(1), n(2))
-	p("\tVPUNPCKHQDQ %s, %s, %s", t(3), t(1), n(3))
+// fmaLanes folds accumulator Z<k>'s 16 int32 lanes onto eight (dword l +
+// dword l+8: values 4l..4l+3 of every 32-value chunk, ggml's AVX2 lanes),
+// converts them and adds them times the float32 at d to the eight float32
+// lanes at acc, one rounding a lane (VFMADD231PS, the twin's fma32).
+func fmaLanes(p func(string, ...any), k int, d, acc string) {
+	p("\tVEXTRACTI64X4 $1, %s, %s", z(k), y(zTmp1))
+	p("\tVPADDD %s, %s, %s", y(zTmp1), y(k), y(k))
+	p("\tVCVTDQ2PS %s, %s", y(k), y(k))
+	p("\tVBROADCASTSS %s, %s", d, y(zTmp1))
+	p("\tVMOVUPS %s, %s", acc, y(zTmp2))
+	p("\tVFMADD231PS %s, %s, %s", y(zTmp1), y(k), y(zTmp2))
+	p("\tVMOVUPS %s, %s", y(zTmp2), acc)
 }
 
+// hsum8 leaves in X0's lane 0 the sum of Y0's eight float32 lanes in
+// ggml's hsum_float_8 order: r_i = Y0[i+4]+Y0[i], then (r0+r2)+(r1+r3).
+func hsum8(p func(string, ...any)) {
+	p("\tVEXTRACTF128 $1, Y0, X1")
+	p("\tVADDPS X0, X1, X0")
+	p("\tVPSHUFD $0x4e, X0, X1")
+	p("\tVADDPS X1, X0, X0")
+	p("\tVMOVSHDUP X0, X1")
+	p("\tVADDSS X1, X0, X0")
+}
+
+// The batch kernels take the decode kernels' products (rowProducts: per
+// 64 values and pair a VPMADDUBSW and a VPDPWSSD by the scales, so each
+// int32 lane keeps four consecutive values of its chunk, as ggml's AVX2
+// lanes do) for c activation rows at once: the weight row's unpacking is
+// shared by the c rows. (They once transposed the chunks so that one
+// VPDPBUSD a group and one VPMULLD by the scales made 5 multiplies per 256
+// values and pair instead of 9, but a dword then summed a sub-block, not
+// ggml's lanes.) q6kZActs copies the activations once per call (shared by
+// all weight rows) into blocks of actBytes:
+//
+//	0    the 256 quants
+//	288  the 16 bsums (the upper half of the 64 bytes at 256)
+const actBytes = 320
+
 // actsKernel writes q6kZActs(a, nb, dst, dsts): the nb Q8_K super-blocks at
-// a into actBytes blocks dsts bytes apart at dst.
+// a into actBytes blocks dsts bytes apart at dst: the 256 quants, then the
+// 16 bsums at 288, so that the 64 bytes at 256 have them in their upper
+// half (rowProducts' bsum operand).
 func actsKernel(p func(string, ...any)) {
 	p("")
 	p("// func q6kZActs(a *byte, nb int, dst *byte, dsts int)")
@@ -428,22 +359,14 @@ func actsKernel(p func(string, ...any)) {
 	p("\tMOVQ nb+8(FP), CX")
 	p("\tMOVQ dst+16(FP), DI")
 	p("\tMOVQ dsts+24(FP), DX")
-	p("\tVMOVDQU64 gz6perm<>(SB), Z29")
-	p("\tVPXORD Z30, Z30, Z30")
 	p("")
 	p("loop_q6kZActs:")
 	for c := 0; c < 4; c++ {
 		p("\tVMOVDQU64 %d(SI), %s", 4+64*c, z(20+c))
-	}
-	transpose4(p)
-	for c := 0; c < 4; c++ {
 		p("\tVMOVDQU64 %s, %d(DI)", z(20+c), 64*c)
 	}
-	p("\tVPMOVSXWD 260(SI), Z24")
-	p("\tVPSLLD $5, Z24, Z24")
-	p("\tVPSUBD Z24, Z30, Z24")
-	p("\tVPERMD Z24, Z29, Z24")
-	p("\tVMOVDQU64 Z24, 256(DI)")
+	p("\tVMOVDQU 260(SI), Y0")
+	p("\tVMOVDQU Y0, 288(DI)")
 	p("\tADDQ $292, SI")
 	p("\tADDQ DX, DI")
 	p("\tDECQ CX")
@@ -454,18 +377,19 @@ func actsKernel(p func(string, ...any)) {
 
 // tKernel writes gemmQ6KZTC<c>(w, at, ats, nb, dy, dys, s, pf): one weight row
 // against c activation rows as q6kZActs writes them (activation i of
-// super-block b at at + b*ats + i*actBytes), adding to the 16 float32 sums
-// at s (lane i: activation row i) super-block by super-block in the twin's
-// order, so that a row's super-blocks can be taken in chunks. dy holds the
-// activation rows' scales by super-block: dy[i] for the first, then dys
-// bytes on for each next super-block (16 floats readable at each). Before
-// each super-block it prefetches the lines of the one pf bytes on (the
-// caller's choice: what the row reads next).
+// super-block b at at + b*ats + i*actBytes), the decode kernels' products
+// (rowProducts) for the c rows, adding to the eight float32 lanes a row at
+// s (row i's at s[8i:]) super-block by super-block in the twin's order, so
+// that a row's super-blocks can be taken in chunks; the caller sums the
+// lanes (hsum8). dy holds the activation rows' scales by super-block: dy[i]
+// for the first, then dys bytes on for each next super-block (16 floats
+// readable at each). Before each super-block it prefetches the lines of
+// the one pf bytes on (the caller's choice: what the row reads next).
 func tKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ6KZTC%d", c)
 	p("")
 	p("// func %s(w *byte, at *byte, ats int, nb int, dy *float32, dys int, s *float32, pf int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("TEXT ·%s(SB), NOSPLIT, $64-64", name)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ at+8(FP), DI")
 	p("\tMOVQ ats+16(FP), R8")
@@ -474,55 +398,30 @@ func tKernel(p func(string, ...any), c int) {
 	p("\tMOVQ dys+40(FP), DX")
 	p("\tMOVQ s+48(FP), R11")
 	p("\tMOVQ pf+56(FP), R12")
-	p("\tMOVL $0x0f0f0f0f, AX")
-	p("\tVPBROADCASTD AX, %s", z(zM0f))
-	p("\tMOVL $0x30303030, AX")
-	p("\tVPBROADCASTD AX, %s", z(zM30))
-	p("\tVMOVDQU64 gz6cnt<>(SB), %s", z(zCnt))
-	p("\tVMOVUPS (R11), Z0")
+	prologueConsts(p)
 	p("")
 	p("loop_%s:", name)
 	// The super-block pf bytes on: the lines of its 210 bytes.
 	for l := 0; l < 4; l++ {
 		p("\tPREFETCHT0 %d(SI)(R12*1)", 64*l)
 	}
-	// The row's four chunks into Z20..Z23, natural order.
-	for h := 0; h < 2; h++ {
-		p("\tVBROADCASTI64X4 %d(SI), Z24", 128+32*h)
-		p("\tVPSRLVW %s, Z24, Z24", z(zCnt))
-		a, b := z(20+2*h), z(21+2*h)
-		p("\tVPSLLW $4, Z24, %s", a)
-		p("\tVPANDD %s, %s, %s", z(zM30), a, a)
-		p("\tVPTERNLOGD $0xf8, %d(SI), %s, %s", 64*h, z(zM0f), a)
-		p("\tVPANDD %s, Z24, Z30", z(zM30))
-		p("\tVPSRLW $4, %d(SI), %s", 64*h, b)
-		p("\tVPTERNLOGD $0xea, Z30, %s, %s", z(zM0f), b)
-	}
-	transpose4(p)
-	p("\tVPMOVSXBD 192(SI), Z29")
-	p("\tVMOVDQU64 gz6perm<>(SB), Z25")
-	p("\tVPERMD Z29, Z25, Z29") // scales in the transposed groups' order
+	rowProducts(p, func(off int) string { return fmt.Sprintf("%d(SI)", off) }, c,
+		func(i int) string { return z(zAcc + i) },
+		func(i, ch int) string { return fmt.Sprintf("%d(DI)", actBytes*i+64*ch) },
+		func(i int) string { return fmt.Sprintf("%d(DI)", actBytes*i+256) })
+	// Lane i: d = dy_i·f16(x.d).
+	p("\tVPBROADCASTW 208(SI), Y30")
+	p("\tVCVTPH2PS Y30, Z30")
+	p("\tVMULPS (BX), Z30, Z30")
+	p("\tVMOVUPS Z30, (SP)")
 	for i := 0; i < c; i++ {
-		acc := z(zAcc + i)
-		p("\tVMOVDQU64 %d(DI), %s", actBytes*i+256, acc) // -32·bsums
-		for k := 0; k < 4; k++ {
-			p("\tVPDPBUSD %d(DI), %s, %s", actBytes*i+64*k, z(20+k), acc)
-		}
-		p("\tVPMULLD Z29, %s, %s", acc, acc)
+		fmaLanes(p, zAcc+i, fmt.Sprintf("%d(SP)", 4*i), fmt.Sprintf("%d(R11)", 32*i))
 	}
-	reduce(p, c, z(zTmp1))
-	p("\tVPBROADCASTW 208(SI), Y2")
-	p("\tVCVTPH2PS Y2, Z2")
-	p("\tVMULPS (BX), Z2, Z2") // f16(x.d)*dy
-	p("\tVCVTDQ2PS %s, %s", z(zTmp1), z(zTmp1))
-	p("\tVMULPS %s, Z2, Z2", z(zTmp1)) // ...*float32(sumi)
-	p("\tVADDPS Z2, Z0, Z0")
 	p("\tADDQ $210, SI")
 	p("\tADDQ DX, BX")
 	p("\tADDQ R8, DI")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
-	p("\tVMOVUPS Z0, (R11)")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
