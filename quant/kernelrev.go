@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "732c4b1fae0e8932"
+const kernelRevision = "5e68fc69d0090f6e"
