@@ -38,7 +38,8 @@ func hookK35(s *kernelSet) {
 
 // k35RowFunc is the signature of the row kernels: one weight row of nb > 0
 // super-blocks against c > 0 activation rows arb bytes apart, output i at
-// y[i*ys].
+// y[i*ys]. c ≤ k35Acts: the Q5_K kernels keep each row's lanes on their
+// stack, room for 16.
 type k35RowFunc = func(w, a *byte, arb, nb int, y *float32, ys, c int)
 
 // k35Row4Func is the signature of the grouped row kernels: k35RowFunc for

@@ -10,10 +10,9 @@
 // int16 vectors), then applied to each activation row: so the rows of a
 // batch share the unpacking, and each output is the Go twin's bits
 // whatever c. Per super-block and row the integer sums are exact int32
-// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating). Q3_K
-// reduces them to one scalar, its float32 steps the twin's, each rounded
-// alone (no FMA); Q5_K keeps ggml's eight int32 lanes and the twin's
-// fused steps (see q5kRowAVX2).
+// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating), reduced
+// to one scalar; the float32 steps are the twin's, in its order, each
+// rounded alone (no FMA).
 
 // k35bcast<>+32j broadcasts int16 word j of a lane pair to all 16 words.
 DATA k35bcast<>+0x00(SB)/8, $0x0100010001000100
@@ -103,12 +102,13 @@ GLOBL k3pair<>(SB), RODATA|NOPTR, $128
 
 // func q5kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
 //
-// Q5_K follows ggml's AVX2 order (dotQ5_KQ8_KGo), not the one integer a
-// super-block above: c ≤ 16 (k35Acts), each activation row keeps eight
-// float32 lanes at 288+32i(SP) and its scalar of mins in its output y_i
-// across the super-blocks, y_i = hsum_float_8 of the lanes + summs at the
-// end, so a row's bits do not depend on the rows beside it. The frame is
-// past what NOSPLIT allows, so the function checks the stack.
+// Q5_K follows ggml's AVX2 order (dotQ5_KQ8_KGo), not the one scalar and
+// the unfused steps the header describes (those are Q3_K's): c ≤ 16
+// (k35Acts), each activation row keeps eight float32 lanes at
+// 288+32i(SP), fused per super-block, and its fused scalar of mins in its
+// output y_i; at the end y_i = hsum_float_8 of the lanes + summs, so a
+// row's bits do not depend on the rows beside it. The frame is past what
+// NOSPLIT allows, so the function checks the stack.
 TEXT ·q5kRowAVX2(SB), $800-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "5e68fc69d0090f6e"
+const kernelRevision = "4b6759cf6f299b97"
