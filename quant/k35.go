@@ -128,11 +128,18 @@ func b2i32(b bool) int32 {
 	return 0
 }
 
-// dotQ5_KQ8_KGo is ggml_vec_dot_q5_K_q8_K: per super-block of 256,
-// sum += d*dy * Σ_sub scale*Σ q5*q8  -  dmin*dy * Σ_sub min*Σ q8, as
-// dotQ4_KQ8_KGo with the fifth bit from qh.
+// dotQ5_KQ8_KGo is ggml_vec_dot_q5_K_q8_K in the order of its AVX2 branch,
+// the float steps of llama.cpp's haswell library (the conformance
+// reference), which rounding makes visible: per super-block, eight int32
+// lanes (lane l: values 4l..4l+3 of every 32-value sub-block times that
+// sub-block's scale) each go into their float32 lane as
+// fma(d, float32(lane), acc) with d = dy*f16(x.d); the mins go to one
+// scalar, summs = fma(dmin, float32(Σ_j min_j*(bsum_2j+bsum_2j+1)), summs)
+// with dmin = -dy*f16(x.dmin); the result is hsum8(acc) + summs.
+// q5k_order_test.go pins this against a transcription of the intrinsics.
 func dotQ5_KQ8_KGo(w, a []byte) float32 {
-	var sum float32
+	var acc [8]float32
+	var summs float32
 	nb := len(w) / q5_KBytes
 	for b := 0; b < nb; b++ {
 		x := (*[q5_KBytes]byte)(w[b*q5_KBytes:])
@@ -142,31 +149,31 @@ func dotQ5_KQ8_KGo(w, a []byte) float32 {
 		qh := (*[32]byte)(x[16:])
 		q8 := (*[qkK]byte)(y[4:])
 
-		var sumMins, sumi int32
+		var lane [8]int32
+		var sumMins int32
 		for g := 0; g < 4; g++ { // 64 values: sub-blocks 2g (low nibbles), 2g+1 (high)
 			sc0, m0 := scaleMinK4(2*g, scales)
 			sc1, m1 := scaleMinK4(2*g+1, scales)
 			q := (*[32]byte)(x[48+32*g:])
 			lo := (*[32]byte)(q8[64*g:])
 			hi := (*[32]byte)(q8[64*g+32:])
-			var s0, s1 int32
 			for l := 0; l < 32; l++ {
 				v0 := int32(q[l]&0xf) | int32(qh[l]>>(2*g)&1)<<4
 				v1 := int32(q[l]>>4) | int32(qh[l]>>(2*g+1)&1)<<4
-				s0 += v0 * int32(int8(lo[l]))
-				s1 += v1 * int32(int8(hi[l]))
+				lane[l/4] += int32(sc0)*v0*int32(int8(lo[l])) + int32(sc1)*v1*int32(int8(hi[l]))
 			}
-			sumi += int32(sc0)*s0 + int32(sc1)*s1
 			bs := y[4+qkK+8*g:]
 			sumMins += int32(m0)*(int32(int16(le16(bs[0:])))+int32(int16(le16(bs[2:])))) +
 				int32(m1)*(int32(int16(le16(bs[4:])))+int32(int16(le16(bs[6:]))))
 		}
-		d := f16At(x[0:]) * dy
-		dmin := f16At(x[2:]) * dy
-		sum += float32(d * float32(sumi)) // each product rounded alone, as dotQ4_KQ8_KGo
-		sum -= float32(dmin * float32(sumMins))
+		d := dy * f16At(x[0:])
+		dmin := -dy * f16At(x[2:])
+		summs = fma32(dmin, float32(sumMins), summs)
+		for l := range acc {
+			acc[l] = fma32(d, float32(lane[l]), acc[l])
+		}
 	}
-	return sum
+	return hsum8(&acc) + summs
 }
 
 // quantizeQ3_KBlock is ggml's quantize_row_q3_K_ref on one block: each

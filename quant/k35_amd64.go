@@ -37,8 +37,8 @@ func hookK35(s *kernelSet) {
 }
 
 // k35RowFunc is the signature of the row kernels: one weight row of nb > 0
-// super-blocks against 0 < c <= 16 activation rows arb bytes apart (Q3_K's
-// keep eight float32 lanes a row on the stack), output i at y[i*ys].
+// super-blocks against 0 < c <= 16 activation rows arb bytes apart (both
+// types keep eight float32 lanes a row on the stack), output i at y[i*ys].
 type k35RowFunc = func(w, a *byte, arb, nb int, y *float32, ys, c int)
 
 // k35Row4Func is the signature of the grouped row kernels: k35RowFunc for

@@ -139,7 +139,15 @@ GLOBL k3pair<>(SB), RODATA|NOPTR, $128
 	VPADDD       X9, X8, x
 
 // func q5kRowAVX2(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·q5kRowAVX2(SB), NOSPLIT, $288-56
+//
+// Q5_K follows ggml's AVX2 order (dotQ5_KQ8_KGo), not the one scalar and
+// the unfused steps the header describes (those are Q3_K's): c ≤ 16
+// (k35Acts), each activation row keeps eight float32 lanes at
+// 288+32i(SP), fused per super-block, and its fused scalar of mins in its
+// output y_i; at the end y_i = hsum_float_8 of the lanes + summs, so a
+// row's bits do not depend on the rows beside it. The frame is past what
+// NOSPLIT allows, so the function checks the stack.
+TEXT ·q5kRowAVX2(SB), $800-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -149,14 +157,18 @@ TEXT ·q5kRowAVX2(SB), NOSPLIT, $288-56
 	SHLQ $2, R9
 	MOVQ c+48(FP), R10
 
-	MOVQ  DX, R13
-	MOVQ  R10, R11
-	XORL  AX, AX
+	MOVQ   DX, R13
+	LEAQ   288(SP), R14
+	MOVQ   R10, R11
+	XORL   AX, AX
+	VXORPS Y8, Y8, Y8
 q5clear:
-	MOVL AX, (R13)
-	ADDQ R9, R13
-	DECQ R11
-	JNZ  q5clear
+	MOVL    AX, (R13)
+	VMOVUPS Y8, (R14)
+	ADDQ    R9, R13
+	ADDQ    $32, R14
+	DECQ    R11
+	JNZ     q5clear
 
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
@@ -241,8 +253,11 @@ q5block:
 
 	MOVQ DI, R12
 	MOVQ DX, R13
+	LEAQ 288(SP), R14
 	MOVQ R10, R11
 q5act:
+	// Y8: the row's eight int32 lanes (lane l: bytes 4l..4l+3 of every
+	// chunk, times the chunk's scale).
 	VPMADDUBSW 4(R12), Y0, Y8
 	VPMADDWD   0(SP), Y8, Y8
 	CHUNK(Y1, 36, 32, Y9)
@@ -252,25 +267,31 @@ q5act:
 	CHUNK(Y5, 164, 160, Y9)
 	CHUNK(Y6, 196, 192, Y10)
 	CHUNK(Y7, 228, 224, Y9)
+	// summs = fma(-(dmin·dy), Σ min·bsum, summs), in y_i.
 	VMOVDQU      260(R12), Y11
 	VPMADDWD     256(SP), Y11, Y11
-	VEXTRACTI128 $1, Y8, X10
-	VPADDD       X10, X8, X8
 	VEXTRACTI128 $1, Y11, X10
 	VPADDD       X10, X11, X11
-	VPHADDD      X11, X8, X8
-	VPHADDD      X8, X8, X8 // Σ scale·q5·q8, Σ min·bsum, ...
-	VCVTDQ2PS    X8, X8
+	VPSHUFD      $0x4e, X11, X10
+	VPADDD       X10, X11, X11
+	VPSHUFD      $0xb1, X11, X10
+	VPADDD       X10, X11, X11
+	VCVTDQ2PS    X11, X11
 	VBROADCASTSS 0(R12), X10
 	VMULPS       X12, X10, X10 // d·dy, dmin·dy
-	VMULPS       X10, X8, X8
-	VMOVSS       (R13), X10
-	VADDSS       X8, X10, X10
-	VMOVSHDUP    X8, X9
-	VSUBSS       X9, X10, X10
-	VMOVSS       X10, (R13)
+	VMOVSHDUP    X10, X9
+	VMOVSS       (R13), X13
+	VFNMADD231SS X9, X11, X13
+	VMOVSS       X13, (R13)
+	// acc_l = fma(d·dy, float32(lane_l), acc_l).
+	VBROADCASTSS X10, Y10
+	VCVTDQ2PS    Y8, Y8
+	VMOVUPS      (R14), Y9
+	VFMADD231PS  Y10, Y8, Y9
+	VMOVUPS      Y9, (R14)
 	ADDQ         R8, R12
 	ADDQ         R9, R13
+	ADDQ         $32, R14
 	DECQ         R11
 	JNZ          q5act
 
@@ -278,6 +299,24 @@ q5act:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q5block
+
+	// y_i = hsum_float_8(acc_i) + summs_i: r_k = acc[4+k] + acc[k], then
+	// (r0+r2) + (r1+r3).
+	LEAQ 288(SP), R14
+q5sum:
+	VMOVUPS   (R14), X0
+	VMOVUPS   16(R14), X1
+	VADDPS    X0, X1, X0
+	VMOVHLPS  X0, X0, X1
+	VADDPS    X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS    X1, X0, X0
+	VADDSS    (DX), X0, X0
+	VMOVSS    X0, (DX)
+	ADDQ      $32, R14
+	ADDQ      R9, DX
+	DECQ      R10
+	JNZ       q5sum
 	VZEROUPPER
 	RET
 
@@ -810,8 +849,9 @@ q3kRowAVX2Gstore:
 //
 // q5kRowAVX2 for c = 4, 8, 12 or 16 activation rows, four at a time as
 // q5kRowZ4 does: the levels wait on the stack (288(SP)), each 32-value
-// chunk loaded once for the four rows; sums at 544(SP).
-TEXT ·q5kRowAVX2G(SB), NOSPLIT, $608-64
+// chunk loaded once for the four rows; row i's eight float32 lanes at
+// 544+32i(SP), its summs at 1056+4i(SP) (a frame past NOSPLIT's limit).
+TEXT ·q5kRowAVX2G(SB), $1120-64
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -821,8 +861,13 @@ TEXT ·q5kRowAVX2G(SB), NOSPLIT, $608-64
 	MOVQ c+48(FP), R10
 	MOVQ dy+56(FP), R13
 	VPXOR   Y8, Y8, Y8
-	VMOVDQU Y8, 544(SP)
-	VMOVDQU Y8, 576(SP)
+	LEAQ    544(SP), AX
+	MOVQ    $18, R11
+q5kRowAVX2Gclear:
+	VMOVDQU Y8, (AX)
+	ADDQ    $32, AX
+	DECQ    R11
+	JNZ     q5kRowAVX2Gclear
 
 q5kRowAVX2Gblock:
 	MOVL         $0x0f0f0f0f, AX
@@ -911,7 +956,7 @@ q5kRowAVX2Gblock:
 	VMOVDQU Y5, 448(SP)
 	VMOVDQU Y6, 480(SP)
 	VMOVDQU Y7, 512(SP)
-	VBROADCASTSS X12, X13 // d
+	VBROADCASTSS X12, Y13 // d
 	VMOVSHDUP    X12, X11
 	VBROADCASTSS X11, X11
 	VMOVDQU      X11, X14 // dmin (the 0x10s are set again each super-block)
@@ -1026,19 +1071,35 @@ q5kRowAVX2Gact:
 	VPMADDWD 260(R12)(R8*1), Y10, Y5
 	VPMADDWD 260(R12)(R8*2), Y10, Y6
 	VPMADDWD 260(R12)(R14*1), Y10, Y7
-	HSUM4(Y0, Y1, Y2, Y3, X10)
+	// The four rows' summs: fma(-(dmin·dy), Σ min·bsum, summs).
 	HSUM4(Y4, Y5, Y6, Y7, X11)
-	VCVTDQ2PS X10, X10
-	VCVTDQ2PS X11, X11
-	VMOVUPS   (R13), X9
-	VMULPS    X13, X9, X8 // d·dy
-	VMULPS    X14, X9, X9 // dmin·dy
-	VMULPS    X8, X10, X10
-	VMULPS    X9, X11, X11
-	VMOVUPS   544(SP)(AX*1), X8
-	VADDPS    X10, X8, X8
-	VSUBPS    X11, X8, X8
-	VMOVUPS   X8, 544(SP)(AX*1)
+	VCVTDQ2PS    X11, X11
+	VMOVUPS      (R13), X9
+	VMULPS       X14, X9, X9 // dmin·dy
+	VMOVUPS      1056(SP)(AX*1), X8
+	VFNMADD231PS X9, X11, X8
+	VMOVUPS      X8, 1056(SP)(AX*1)
+	// Each row's lanes: acc = fma(d·dy, float32(lane), acc).
+	VBROADCASTSS 0(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VFMADD213PS  544(SP)(AX*8), Y8, Y0
+	VMOVUPS      Y0, 544(SP)(AX*8)
+	VBROADCASTSS 4(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y1, Y1
+	VFMADD213PS  576(SP)(AX*8), Y8, Y1
+	VMOVUPS      Y1, 576(SP)(AX*8)
+	VBROADCASTSS 8(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y2, Y2
+	VFMADD213PS  608(SP)(AX*8), Y8, Y2
+	VMOVUPS      Y2, 608(SP)(AX*8)
+	VBROADCASTSS 12(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y3, Y3
+	VFMADD213PS  640(SP)(AX*8), Y8, Y3
+	VMOVUPS      Y3, 640(SP)(AX*8)
 	LEAQ (R12)(R8*4), R12
 	ADDQ $16, R13
 	ADDQ $16, AX
@@ -1050,15 +1111,24 @@ q5kRowAVX2Gact:
 	DECQ CX
 	JNZ  q5kRowAVX2Gblock
 
+	// y_i = hsum_float_8(acc_i) + summs_i, as q5kRowAVX2.
 	MOVQ y+32(FP), DX
 	XORL AX, AX
+	SHLQ $2, R10
 q5kRowAVX2Gstore:
-	MOVL 544(SP)(AX*4), BX
-	MOVL BX, (DX)
-	ADDQ R9, DX
-	INCQ AX
-	CMPQ AX, R10
-	JB   q5kRowAVX2Gstore
+	VMOVUPS   544(SP)(AX*8), X0
+	VMOVUPS   560(SP)(AX*8), X1
+	VADDPS    X0, X1, X0
+	VMOVHLPS  X0, X0, X1
+	VADDPS    X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS    X1, X0, X0
+	VADDSS    1056(SP)(AX*1), X0, X0
+	VMOVSS    X0, (DX)
+	ADDQ      R9, DX
+	ADDQ      $4, AX
+	CMPQ      AX, R10
+	JB        q5kRowAVX2Gstore
 	VZEROUPPER
 	RET
 

@@ -1561,6 +1561,11 @@ gemmQ3KAsimdC4_block:
 	VST1 V10.S[0], (R8)
 	RET
 
+// The Q5_K kernels of this set follow ggml's AVX2 order, as
+// dotQ5_KQ8_KGo: eight int32 lanes a row, each fused into its float32
+// lane per super-block (FMLA), the mins into a fused scalar (FMLS),
+// hsum_float_8 of the lanes plus that scalar at the end.
+
 // func gemmQ5KAsimdC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
 TEXT ·gemmQ5KAsimdC1(SB), NOSPLIT, $0-48
 	MOVD w+0(FP), R0
@@ -1572,12 +1577,11 @@ TEXT ·gemmQ5KAsimdC1(SB), NOSPLIT, $0-48
 	LSL $2, R9
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
 gemmQ5KAsimdC1_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -1594,137 +1598,180 @@ gemmQ5KAsimdC1_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a78f // uxtl v15.8h, v28.8b
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
+	ADD $4, R1
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa150 // smull v16.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2150 // smlal2 v16.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2170 // smlal v16.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2170 // smlal2 v16.4s, v11.8h, v15.h[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba110 // smull v16.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba114 // smull2 v20.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2110 // smlal v16.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2114 // smlal2 v20.4s, v8.8h, v11.h[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2150 // smlal v16.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2150 // smlal2 v16.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2170 // smlal v16.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2170 // smlal2 v16.4s, v11.8h, v15.h[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2110 // smlal v16.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2114 // smlal2 v20.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2110 // smlal v16.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2114 // smlal2 v20.4s, v8.8h, v11.h[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2950 // smlal v16.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2950 // smlal2 v16.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2970 // smlal v16.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2970 // smlal2 v16.4s, v11.8h, v15.h[5]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2910 // smlal v16.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2914 // smlal2 v20.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2910 // smlal v16.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2914 // smlal2 v20.4s, v8.8h, v11.h[5]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2950 // smlal v16.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2950 // smlal2 v16.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2970 // smlal v16.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2970 // smlal2 v16.4s, v11.8h, v15.h[7]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	WORD $0x4eb0be0c // addp v12.4s, v16.4s, v16.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4eb4be8a // addp v10.4s, v20.4s, v20.4s
-	WORD $0x4eaabd4a // addp v10.4s, v10.4s, v10.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2910 // smlal v16.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2914 // smlal2 v20.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2910 // smlal v16.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2914 // smlal2 v20.4s, v8.8h, v11.h[7]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	WORD $0x4ea0bc08 // addp v8.4s, v0.4s, v0.4s
+	WORD $0x4ea8bd08 // addp v8.4s, v8.4s, v8.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
 	SUBS $1, R7
 	BNE gemmQ5KAsimdC1_block
-	VST1 V24.S[0], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ5KAsimdC2(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -1739,12 +1786,13 @@ TEXT ·gemmQ5KAsimdC2(SB), NOSPLIT, $0-48
 	ADD R2, R1, R3
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
+	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41d // movi v29.2d, #0000000000000000
 gemmQ5KAsimdC2_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -1761,196 +1809,279 @@ gemmQ5KAsimdC2_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a78f // uxtl v15.8h, v28.8b
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
-	VLD1.P 4(R3), V25.S[1]
+	ADD $4, R1
+	ADD $4, R3
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa150 // smull v16.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2150 // smlal2 v16.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2170 // smlal v16.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2170 // smlal2 v16.4s, v11.8h, v15.h[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa151 // smull v17.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2151 // smlal2 v17.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2171 // smlal v17.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2171 // smlal2 v17.4s, v11.8h, v15.h[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba110 // smull v16.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba114 // smull2 v20.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2110 // smlal v16.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2114 // smlal2 v20.4s, v8.8h, v11.h[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba111 // smull v17.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba115 // smull2 v21.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2111 // smlal v17.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2115 // smlal2 v21.4s, v8.8h, v11.h[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2150 // smlal v16.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2150 // smlal2 v16.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2170 // smlal v16.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2170 // smlal2 v16.4s, v11.8h, v15.h[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2151 // smlal v17.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2151 // smlal2 v17.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2171 // smlal v17.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2171 // smlal2 v17.4s, v11.8h, v15.h[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2110 // smlal v16.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2114 // smlal2 v20.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2110 // smlal v16.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2114 // smlal2 v20.4s, v8.8h, v11.h[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2111 // smlal v17.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2115 // smlal2 v21.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2111 // smlal v17.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2115 // smlal2 v21.4s, v8.8h, v11.h[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2950 // smlal v16.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2950 // smlal2 v16.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2970 // smlal v16.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2970 // smlal2 v16.4s, v11.8h, v15.h[5]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2951 // smlal v17.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2951 // smlal2 v17.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2971 // smlal v17.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2971 // smlal2 v17.4s, v11.8h, v15.h[5]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2910 // smlal v16.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2914 // smlal2 v20.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2910 // smlal v16.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2914 // smlal2 v20.4s, v8.8h, v11.h[5]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2911 // smlal v17.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2915 // smlal2 v21.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2911 // smlal v17.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2915 // smlal2 v21.4s, v8.8h, v11.h[5]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2950 // smlal v16.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2950 // smlal2 v16.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2970 // smlal v16.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2970 // smlal2 v16.4s, v11.8h, v15.h[7]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2951 // smlal v17.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2951 // smlal2 v17.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2971 // smlal v17.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2971 // smlal2 v17.4s, v11.8h, v15.h[7]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	VLD1.P 32(R3), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d95 // mul v21.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b5 // mla v21.4s, v13.4s, v29.4s
-	WORD $0x4eb1be0c // addp v12.4s, v16.4s, v17.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4eb5be8a // addp v10.4s, v20.4s, v21.4s
-	WORD $0x4eaabd4a // addp v10.4s, v10.4s, v10.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2910 // smlal v16.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2914 // smlal2 v20.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2910 // smlal v16.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2914 // smlal2 v20.4s, v8.8h, v11.h[7]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2911 // smlal v17.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2915 // smlal2 v21.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2911 // smlal v17.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2915 // smlal2 v21.4s, v8.8h, v11.h[7]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	SUB $260, R3, R10
+	VLD1 (R10), V10.S[1]
+	VLD1.P 32(R3), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc1 // mul v1.4s, v6.4s, v4.4s
+	WORD $0x4ea594e1 // mla v1.4s, v7.4s, v5.4s
+	WORD $0x4ea1bc08 // addp v8.4s, v0.4s, v1.4s
+	WORD $0x4ea8bd08 // addp v8.4s, v8.4s, v8.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4fab1239 // fmla v25.4s, v17.4s, v11.s[1]
+	WORD $0x4fab12bd // fmla v29.4s, v21.4s, v11.s[1]
 	SUBS $1, R7
 	BNE gemmQ5KAsimdC2_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1 V24.S[1], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e39d7a8 // fadd v8.4s, v29.4s, v25.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0c05e9 // dup v9.4s, v15.s[1]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ5KAsimdC3(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -1966,12 +2097,15 @@ TEXT ·gemmQ5KAsimdC3(SB), NOSPLIT, $0-48
 	ADD R2, R3, R4
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
+	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41d // movi v29.2d, #0000000000000000
+	WORD $0x6f00e41a // movi v26.2d, #0000000000000000
+	WORD $0x6f00e41e // movi v30.2d, #0000000000000000
 gemmQ5KAsimdC3_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -1988,257 +2122,379 @@ gemmQ5KAsimdC3_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a78f // uxtl v15.8h, v28.8b
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
-	VLD1.P 4(R3), V25.S[1]
-	VLD1.P 4(R4), V25.S[2]
+	ADD $4, R1
+	ADD $4, R3
+	ADD $4, R4
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa150 // smull v16.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2150 // smlal2 v16.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2170 // smlal v16.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2170 // smlal2 v16.4s, v11.8h, v15.h[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa151 // smull v17.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2151 // smlal2 v17.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2171 // smlal v17.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2171 // smlal2 v17.4s, v11.8h, v15.h[1]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa152 // smull v18.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2152 // smlal2 v18.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2172 // smlal v18.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2172 // smlal2 v18.4s, v11.8h, v15.h[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba110 // smull v16.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba114 // smull2 v20.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2110 // smlal v16.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2114 // smlal2 v20.4s, v8.8h, v11.h[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba111 // smull v17.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba115 // smull2 v21.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2111 // smlal v17.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2115 // smlal2 v21.4s, v8.8h, v11.h[1]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba112 // smull v18.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba116 // smull2 v22.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2112 // smlal v18.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2116 // smlal2 v22.4s, v8.8h, v11.h[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2150 // smlal v16.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2150 // smlal2 v16.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2170 // smlal v16.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2170 // smlal2 v16.4s, v11.8h, v15.h[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2151 // smlal v17.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2151 // smlal2 v17.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2171 // smlal v17.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2171 // smlal2 v17.4s, v11.8h, v15.h[3]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2152 // smlal v18.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2152 // smlal2 v18.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2172 // smlal v18.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2172 // smlal2 v18.4s, v11.8h, v15.h[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2110 // smlal v16.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2114 // smlal2 v20.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2110 // smlal v16.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2114 // smlal2 v20.4s, v8.8h, v11.h[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2111 // smlal v17.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2115 // smlal2 v21.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2111 // smlal v17.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2115 // smlal2 v21.4s, v8.8h, v11.h[3]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2112 // smlal v18.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2116 // smlal2 v22.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2112 // smlal v18.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2116 // smlal2 v22.4s, v8.8h, v11.h[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2950 // smlal v16.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2950 // smlal2 v16.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2970 // smlal v16.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2970 // smlal2 v16.4s, v11.8h, v15.h[5]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2951 // smlal v17.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2951 // smlal2 v17.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2971 // smlal v17.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2971 // smlal2 v17.4s, v11.8h, v15.h[5]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2952 // smlal v18.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2952 // smlal2 v18.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2972 // smlal v18.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2972 // smlal2 v18.4s, v11.8h, v15.h[5]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2910 // smlal v16.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2914 // smlal2 v20.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2910 // smlal v16.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2914 // smlal2 v20.4s, v8.8h, v11.h[5]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2911 // smlal v17.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2915 // smlal2 v21.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2911 // smlal v17.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2915 // smlal2 v21.4s, v8.8h, v11.h[5]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2912 // smlal v18.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2916 // smlal2 v22.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2912 // smlal v18.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2916 // smlal2 v22.4s, v8.8h, v11.h[5]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2950 // smlal v16.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2950 // smlal2 v16.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2970 // smlal v16.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2970 // smlal2 v16.4s, v11.8h, v15.h[7]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2951 // smlal v17.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2951 // smlal2 v17.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2971 // smlal v17.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2971 // smlal2 v17.4s, v11.8h, v15.h[7]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2952 // smlal v18.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2952 // smlal2 v18.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2972 // smlal v18.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2972 // smlal2 v18.4s, v11.8h, v15.h[7]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	VLD1.P 32(R3), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d95 // mul v21.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b5 // mla v21.4s, v13.4s, v29.4s
-	VLD1.P 32(R4), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d96 // mul v22.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b6 // mla v22.4s, v13.4s, v29.4s
-	WORD $0x4eb1be0c // addp v12.4s, v16.4s, v17.4s
-	WORD $0x4eb2be4d // addp v13.4s, v18.4s, v18.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4eb5be8a // addp v10.4s, v20.4s, v21.4s
-	WORD $0x4eb6becb // addp v11.4s, v22.4s, v22.4s
-	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2910 // smlal v16.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2914 // smlal2 v20.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2910 // smlal v16.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2914 // smlal2 v20.4s, v8.8h, v11.h[7]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2911 // smlal v17.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2915 // smlal2 v21.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2911 // smlal v17.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2915 // smlal2 v21.4s, v8.8h, v11.h[7]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2912 // smlal v18.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2916 // smlal2 v22.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2912 // smlal v18.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2916 // smlal2 v22.4s, v8.8h, v11.h[7]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	SUB $260, R3, R10
+	VLD1 (R10), V10.S[1]
+	VLD1.P 32(R3), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc1 // mul v1.4s, v6.4s, v4.4s
+	WORD $0x4ea594e1 // mla v1.4s, v7.4s, v5.4s
+	SUB $260, R4, R10
+	VLD1 (R10), V10.S[2]
+	VLD1.P 32(R4), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc2 // mul v2.4s, v6.4s, v4.4s
+	WORD $0x4ea594e2 // mla v2.4s, v7.4s, v5.4s
+	WORD $0x4ea1bc08 // addp v8.4s, v0.4s, v1.4s
+	WORD $0x4ea2bc49 // addp v9.4s, v2.4s, v2.4s
+	WORD $0x4ea9bd08 // addp v8.4s, v8.4s, v9.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4fab1239 // fmla v25.4s, v17.4s, v11.s[1]
+	WORD $0x4fab12bd // fmla v29.4s, v21.4s, v11.s[1]
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4f8b1a5a // fmla v26.4s, v18.4s, v11.s[2]
+	WORD $0x4f8b1ade // fmla v30.4s, v22.4s, v11.s[2]
 	SUBS $1, R7
 	BNE gemmQ5KAsimdC3_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1 V24.S[2], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e39d7a8 // fadd v8.4s, v29.4s, v25.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0c05e9 // dup v9.4s, v15.s[1]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e3ad7c8 // fadd v8.4s, v30.4s, v26.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e1405e9 // dup v9.4s, v15.s[2]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ5KAsimdC4(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -2255,12 +2511,17 @@ TEXT ·gemmQ5KAsimdC4(SB), NOSPLIT, $0-48
 	ADD R2, R4, R5
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
+	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41d // movi v29.2d, #0000000000000000
+	WORD $0x6f00e41a // movi v26.2d, #0000000000000000
+	WORD $0x6f00e41e // movi v30.2d, #0000000000000000
+	WORD $0x6f00e41b // movi v27.2d, #0000000000000000
+	WORD $0x6f00e41f // movi v31.2d, #0000000000000000
 gemmQ5KAsimdC4_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -2277,316 +2538,478 @@ gemmQ5KAsimdC4_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a78f // uxtl v15.8h, v28.8b
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
-	VLD1.P 4(R3), V25.S[1]
-	VLD1.P 4(R4), V25.S[2]
-	VLD1.P 4(R5), V25.S[3]
+	ADD $4, R1
+	ADD $4, R3
+	ADD $4, R4
+	ADD $4, R5
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa150 // smull v16.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2150 // smlal2 v16.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2170 // smlal v16.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2170 // smlal2 v16.4s, v11.8h, v15.h[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa151 // smull v17.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2151 // smlal2 v17.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2171 // smlal v17.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2171 // smlal2 v17.4s, v11.8h, v15.h[1]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa152 // smull v18.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2152 // smlal2 v18.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2172 // smlal v18.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2172 // smlal2 v18.4s, v11.8h, v15.h[1]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4fa153 // smull v19.4s, v10.4h, v15.h[0]
-	WORD $0x4f4f2153 // smlal2 v19.4s, v10.8h, v15.h[0]
-	WORD $0x0f5f2173 // smlal v19.4s, v11.4h, v15.h[1]
-	WORD $0x4f5f2173 // smlal2 v19.4s, v11.8h, v15.h[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba110 // smull v16.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba114 // smull2 v20.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2110 // smlal v16.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2114 // smlal2 v20.4s, v8.8h, v11.h[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba111 // smull v17.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba115 // smull2 v21.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2111 // smlal v17.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2115 // smlal2 v21.4s, v8.8h, v11.h[1]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba112 // smull v18.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba116 // smull2 v22.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2112 // smlal v18.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2116 // smlal2 v22.4s, v8.8h, v11.h[1]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4ba113 // smull v19.4s, v8.4h, v11.h[0]
+	WORD $0x4f4ba117 // smull2 v23.4s, v8.8h, v11.h[0]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2113 // smlal v19.4s, v8.4h, v11.h[1]
+	WORD $0x4f5b2117 // smlal2 v23.4s, v8.8h, v11.h[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2150 // smlal v16.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2150 // smlal2 v16.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2170 // smlal v16.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2170 // smlal2 v16.4s, v11.8h, v15.h[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2151 // smlal v17.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2151 // smlal2 v17.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2171 // smlal v17.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2171 // smlal2 v17.4s, v11.8h, v15.h[3]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2152 // smlal v18.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2152 // smlal2 v18.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2172 // smlal v18.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2172 // smlal2 v18.4s, v11.8h, v15.h[3]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2153 // smlal v19.4s, v10.4h, v15.h[2]
-	WORD $0x4f6f2153 // smlal2 v19.4s, v10.8h, v15.h[2]
-	WORD $0x0f7f2173 // smlal v19.4s, v11.4h, v15.h[3]
-	WORD $0x4f7f2173 // smlal2 v19.4s, v11.8h, v15.h[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2110 // smlal v16.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2114 // smlal2 v20.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2110 // smlal v16.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2114 // smlal2 v20.4s, v8.8h, v11.h[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2111 // smlal v17.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2115 // smlal2 v21.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2111 // smlal v17.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2115 // smlal2 v21.4s, v8.8h, v11.h[3]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2112 // smlal v18.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2116 // smlal2 v22.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2112 // smlal v18.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2116 // smlal2 v22.4s, v8.8h, v11.h[3]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2113 // smlal v19.4s, v8.4h, v11.h[2]
+	WORD $0x4f6b2117 // smlal2 v23.4s, v8.8h, v11.h[2]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2113 // smlal v19.4s, v8.4h, v11.h[3]
+	WORD $0x4f7b2117 // smlal2 v23.4s, v8.8h, v11.h[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2950 // smlal v16.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2950 // smlal2 v16.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2970 // smlal v16.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2970 // smlal2 v16.4s, v11.8h, v15.h[5]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2951 // smlal v17.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2951 // smlal2 v17.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2971 // smlal v17.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2971 // smlal2 v17.4s, v11.8h, v15.h[5]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2952 // smlal v18.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2952 // smlal2 v18.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2972 // smlal v18.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2972 // smlal2 v18.4s, v11.8h, v15.h[5]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f4f2953 // smlal v19.4s, v10.4h, v15.h[4]
-	WORD $0x4f4f2953 // smlal2 v19.4s, v10.8h, v15.h[4]
-	WORD $0x0f5f2973 // smlal v19.4s, v11.4h, v15.h[5]
-	WORD $0x4f5f2973 // smlal2 v19.4s, v11.8h, v15.h[5]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2910 // smlal v16.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2914 // smlal2 v20.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2910 // smlal v16.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2914 // smlal2 v20.4s, v8.8h, v11.h[5]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2911 // smlal v17.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2915 // smlal2 v21.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2911 // smlal v17.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2915 // smlal2 v21.4s, v8.8h, v11.h[5]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2912 // smlal v18.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2916 // smlal2 v22.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2912 // smlal v18.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2916 // smlal2 v22.4s, v8.8h, v11.h[5]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f4b2913 // smlal v19.4s, v8.4h, v11.h[4]
+	WORD $0x4f4b2917 // smlal2 v23.4s, v8.8h, v11.h[4]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f5b2913 // smlal v19.4s, v8.4h, v11.h[5]
+	WORD $0x4f5b2917 // smlal2 v23.4s, v8.8h, v11.h[5]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2950 // smlal v16.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2950 // smlal2 v16.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2970 // smlal v16.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2970 // smlal2 v16.4s, v11.8h, v15.h[7]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2951 // smlal v17.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2951 // smlal2 v17.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2971 // smlal v17.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2971 // smlal2 v17.4s, v11.8h, v15.h[7]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2952 // smlal v18.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2952 // smlal2 v18.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2972 // smlal v18.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2972 // smlal2 v18.4s, v11.8h, v15.h[7]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x0e26c00a // smull v10.8h, v0.8b, v6.8b
-	WORD $0x4e26800a // smlal2 v10.8h, v0.16b, v6.16b
-	WORD $0x0e27802a // smlal v10.8h, v1.8b, v7.8b
-	WORD $0x4e27802a // smlal2 v10.8h, v1.16b, v7.16b
-	WORD $0x0e28c04b // smull v11.8h, v2.8b, v8.8b
-	WORD $0x4e28804b // smlal2 v11.8h, v2.16b, v8.16b
-	WORD $0x0e29806b // smlal v11.8h, v3.8b, v9.8b
-	WORD $0x4e29806b // smlal2 v11.8h, v3.16b, v9.16b
-	WORD $0x0f6f2953 // smlal v19.4s, v10.4h, v15.h[6]
-	WORD $0x4f6f2953 // smlal2 v19.4s, v10.8h, v15.h[6]
-	WORD $0x0f7f2973 // smlal v19.4s, v11.4h, v15.h[7]
-	WORD $0x4f7f2973 // smlal2 v19.4s, v11.8h, v15.h[7]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	VLD1.P 32(R3), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d95 // mul v21.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b5 // mla v21.4s, v13.4s, v29.4s
-	VLD1.P 32(R4), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d96 // mul v22.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b6 // mla v22.4s, v13.4s, v29.4s
-	VLD1.P 32(R5), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d97 // mul v23.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b7 // mla v23.4s, v13.4s, v29.4s
-	WORD $0x4eb1be0c // addp v12.4s, v16.4s, v17.4s
-	WORD $0x4eb3be4d // addp v13.4s, v18.4s, v19.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4eb5be8a // addp v10.4s, v20.4s, v21.4s
-	WORD $0x4eb7becb // addp v11.4s, v22.4s, v23.4s
-	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2910 // smlal v16.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2914 // smlal2 v20.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2910 // smlal v16.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2914 // smlal2 v20.4s, v8.8h, v11.h[7]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2911 // smlal v17.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2915 // smlal2 v21.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2911 // smlal v17.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2915 // smlal2 v21.4s, v8.8h, v11.h[7]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2912 // smlal v18.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2916 // smlal2 v22.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2912 // smlal v18.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2916 // smlal2 v22.4s, v8.8h, v11.h[7]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x0e24c008 // smull v8.8h, v0.8b, v4.8b
+	WORD $0x4e24c009 // smull2 v9.8h, v0.16b, v4.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e25c029 // smull v9.8h, v1.8b, v5.8b
+	WORD $0x4e25c02a // smull2 v10.8h, v1.16b, v5.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f6b2913 // smlal v19.4s, v8.4h, v11.h[6]
+	WORD $0x4f6b2917 // smlal2 v23.4s, v8.8h, v11.h[6]
+	WORD $0x0e26c048 // smull v8.8h, v2.8b, v6.8b
+	WORD $0x4e26c049 // smull2 v9.8h, v2.16b, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0e27c069 // smull v9.8h, v3.8b, v7.8b
+	WORD $0x4e27c06a // smull2 v10.8h, v3.16b, v7.16b
+	WORD $0x4e6abd29 // addp v9.8h, v9.8h, v10.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x0f7b2913 // smlal v19.4s, v8.4h, v11.h[7]
+	WORD $0x4f7b2917 // smlal2 v23.4s, v8.8h, v11.h[7]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	SUB $260, R3, R10
+	VLD1 (R10), V10.S[1]
+	VLD1.P 32(R3), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc1 // mul v1.4s, v6.4s, v4.4s
+	WORD $0x4ea594e1 // mla v1.4s, v7.4s, v5.4s
+	SUB $260, R4, R10
+	VLD1 (R10), V10.S[2]
+	VLD1.P 32(R4), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc2 // mul v2.4s, v6.4s, v4.4s
+	WORD $0x4ea594e2 // mla v2.4s, v7.4s, v5.4s
+	SUB $260, R5, R10
+	VLD1 (R10), V10.S[3]
+	VLD1.P 32(R5), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc3 // mul v3.4s, v6.4s, v4.4s
+	WORD $0x4ea594e3 // mla v3.4s, v7.4s, v5.4s
+	WORD $0x4ea1bc08 // addp v8.4s, v0.4s, v1.4s
+	WORD $0x4ea3bc49 // addp v9.4s, v2.4s, v3.4s
+	WORD $0x4ea9bd08 // addp v8.4s, v8.4s, v9.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4fab1239 // fmla v25.4s, v17.4s, v11.s[1]
+	WORD $0x4fab12bd // fmla v29.4s, v21.4s, v11.s[1]
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4f8b1a5a // fmla v26.4s, v18.4s, v11.s[2]
+	WORD $0x4f8b1ade // fmla v30.4s, v22.4s, v11.s[2]
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4e21daf7 // scvtf v23.4s, v23.4s
+	WORD $0x4fab1a7b // fmla v27.4s, v19.4s, v11.s[3]
+	WORD $0x4fab1aff // fmla v31.4s, v23.4s, v11.s[3]
 	SUBS $1, R7
 	BNE gemmQ5KAsimdC4_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1.P V24.S[2], (R8)(R9)
-	VST1 V24.S[3], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e39d7a8 // fadd v8.4s, v29.4s, v25.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0c05e9 // dup v9.4s, v15.s[1]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e3ad7c8 // fadd v8.4s, v30.4s, v26.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e1405e9 // dup v9.4s, v15.s[2]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e3bd7e8 // fadd v8.4s, v31.4s, v27.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e1c05e9 // dup v9.4s, v15.s[3]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ3KDotC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -3815,6 +4238,11 @@ gemmQ3KDotC4_block:
 	VST1 V10.S[0], (R8)
 	RET
 
+// The Q5_K kernels of this set follow ggml's AVX2 order, as
+// dotQ5_KQ8_KGo: eight int32 lanes a row, each fused into its float32
+// lane per super-block (FMLA), the mins into a fused scalar (FMLS),
+// hsum_float_8 of the lanes plus that scalar at the end.
+
 // func gemmQ5KDotC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
 TEXT ·gemmQ5KDotC1(SB), NOSPLIT, $0-48
 	MOVD w+0(FP), R0
@@ -3826,12 +4254,11 @@ TEXT ·gemmQ5KDotC1(SB), NOSPLIT, $0-48
 	LSL $2, R9
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
 gemmQ5KDotC1_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -3848,123 +4275,158 @@ gemmQ5KDotC1_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a79c // uxtl v28.8h, v28.8b
-	WORD $0x6f10a79b // uxtl2 v27.4s, v28.8h
-	WORD $0x2f10a79c // uxtl v28.4s, v28.4h
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
+	WORD $0x6f10a56e // uxtl2 v14.4s, v11.8h
+	WORD $0x2f10a56b // uxtl v11.4s, v11.4h
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
+	ADD $4, R1
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8150 // mul v16.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0170 // mla v16.4s, v11.4s, v28.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8110 // mul v16.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8134 // mul v20.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0110 // mla v16.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0134 // mla v20.4s, v9.4s, v11.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0950 // mla v16.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0970 // mla v16.4s, v11.4s, v28.s[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0910 // mla v16.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0934 // mla v20.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0910 // mla v16.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0934 // mla v20.4s, v9.4s, v11.s[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0150 // mla v16.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0170 // mla v16.4s, v11.4s, v27.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0110 // mla v16.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0134 // mla v20.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0110 // mla v16.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0134 // mla v20.4s, v9.4s, v14.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0950 // mla v16.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0970 // mla v16.4s, v11.4s, v27.s[3]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	WORD $0x4eb0be0c // addp v12.4s, v16.4s, v16.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4eb4be8a // addp v10.4s, v20.4s, v20.4s
-	WORD $0x4eaabd4a // addp v10.4s, v10.4s, v10.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0910 // mla v16.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0934 // mla v20.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0910 // mla v16.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0934 // mla v20.4s, v9.4s, v14.s[3]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	WORD $0x4ea0bc08 // addp v8.4s, v0.4s, v0.4s
+	WORD $0x4ea8bd08 // addp v8.4s, v8.4s, v8.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
 	SUBS $1, R7
 	BNE gemmQ5KDotC1_block
-	VST1 V24.S[0], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ5KDotC2(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -3979,12 +4441,13 @@ TEXT ·gemmQ5KDotC2(SB), NOSPLIT, $0-48
 	ADD R2, R1, R3
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
+	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41d // movi v29.2d, #0000000000000000
 gemmQ5KDotC2_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -4001,166 +4464,233 @@ gemmQ5KDotC2_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a79c // uxtl v28.8h, v28.8b
-	WORD $0x6f10a79b // uxtl2 v27.4s, v28.8h
-	WORD $0x2f10a79c // uxtl v28.4s, v28.4h
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
+	WORD $0x6f10a56e // uxtl2 v14.4s, v11.8h
+	WORD $0x2f10a56b // uxtl v11.4s, v11.4h
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
-	VLD1.P 4(R3), V25.S[1]
+	ADD $4, R1
+	ADD $4, R3
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8150 // mul v16.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0170 // mla v16.4s, v11.4s, v28.s[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8151 // mul v17.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0171 // mla v17.4s, v11.4s, v28.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8110 // mul v16.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8134 // mul v20.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0110 // mla v16.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0134 // mla v20.4s, v9.4s, v11.s[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8111 // mul v17.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8135 // mul v21.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0111 // mla v17.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0135 // mla v21.4s, v9.4s, v11.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0950 // mla v16.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0970 // mla v16.4s, v11.4s, v28.s[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0951 // mla v17.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0971 // mla v17.4s, v11.4s, v28.s[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0910 // mla v16.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0934 // mla v20.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0910 // mla v16.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0934 // mla v20.4s, v9.4s, v11.s[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0911 // mla v17.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0935 // mla v21.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0911 // mla v17.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0935 // mla v21.4s, v9.4s, v11.s[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0150 // mla v16.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0170 // mla v16.4s, v11.4s, v27.s[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0151 // mla v17.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0171 // mla v17.4s, v11.4s, v27.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0110 // mla v16.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0134 // mla v20.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0110 // mla v16.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0134 // mla v20.4s, v9.4s, v14.s[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0111 // mla v17.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0135 // mla v21.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0111 // mla v17.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0135 // mla v21.4s, v9.4s, v14.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0950 // mla v16.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0970 // mla v16.4s, v11.4s, v27.s[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0951 // mla v17.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0971 // mla v17.4s, v11.4s, v27.s[3]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	VLD1.P 32(R3), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d95 // mul v21.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b5 // mla v21.4s, v13.4s, v29.4s
-	WORD $0x4eb1be0c // addp v12.4s, v16.4s, v17.4s
-	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
-	WORD $0x4eb5be8a // addp v10.4s, v20.4s, v21.4s
-	WORD $0x4eaabd4a // addp v10.4s, v10.4s, v10.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0910 // mla v16.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0934 // mla v20.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0910 // mla v16.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0934 // mla v20.4s, v9.4s, v14.s[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0911 // mla v17.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0935 // mla v21.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0911 // mla v17.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0935 // mla v21.4s, v9.4s, v14.s[3]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	SUB $260, R3, R10
+	VLD1 (R10), V10.S[1]
+	VLD1.P 32(R3), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc1 // mul v1.4s, v6.4s, v4.4s
+	WORD $0x4ea594e1 // mla v1.4s, v7.4s, v5.4s
+	WORD $0x4ea1bc08 // addp v8.4s, v0.4s, v1.4s
+	WORD $0x4ea8bd08 // addp v8.4s, v8.4s, v8.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4fab1239 // fmla v25.4s, v17.4s, v11.s[1]
+	WORD $0x4fab12bd // fmla v29.4s, v21.4s, v11.s[1]
 	SUBS $1, R7
 	BNE gemmQ5KDotC2_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1 V24.S[1], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e39d7a8 // fadd v8.4s, v29.4s, v25.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0c05e9 // dup v9.4s, v15.s[1]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ5KDotC3(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -4176,12 +4706,15 @@ TEXT ·gemmQ5KDotC3(SB), NOSPLIT, $0-48
 	ADD R2, R3, R4
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
+	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41d // movi v29.2d, #0000000000000000
+	WORD $0x6f00e41a // movi v26.2d, #0000000000000000
+	WORD $0x6f00e41e // movi v30.2d, #0000000000000000
 gemmQ5KDotC3_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -4198,211 +4731,309 @@ gemmQ5KDotC3_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a79c // uxtl v28.8h, v28.8b
-	WORD $0x6f10a79b // uxtl2 v27.4s, v28.8h
-	WORD $0x2f10a79c // uxtl v28.4s, v28.4h
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
+	WORD $0x6f10a56e // uxtl2 v14.4s, v11.8h
+	WORD $0x2f10a56b // uxtl v11.4s, v11.4h
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
-	VLD1.P 4(R3), V25.S[1]
-	VLD1.P 4(R4), V25.S[2]
+	ADD $4, R1
+	ADD $4, R3
+	ADD $4, R4
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8150 // mul v16.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0170 // mla v16.4s, v11.4s, v28.s[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8151 // mul v17.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0171 // mla v17.4s, v11.4s, v28.s[1]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8152 // mul v18.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0172 // mla v18.4s, v11.4s, v28.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8110 // mul v16.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8134 // mul v20.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0110 // mla v16.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0134 // mla v20.4s, v9.4s, v11.s[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8111 // mul v17.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8135 // mul v21.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0111 // mla v17.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0135 // mla v21.4s, v9.4s, v11.s[1]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8112 // mul v18.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8136 // mul v22.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0112 // mla v18.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0136 // mla v22.4s, v9.4s, v11.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0950 // mla v16.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0970 // mla v16.4s, v11.4s, v28.s[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0951 // mla v17.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0971 // mla v17.4s, v11.4s, v28.s[3]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0952 // mla v18.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0972 // mla v18.4s, v11.4s, v28.s[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0910 // mla v16.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0934 // mla v20.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0910 // mla v16.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0934 // mla v20.4s, v9.4s, v11.s[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0911 // mla v17.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0935 // mla v21.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0911 // mla v17.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0935 // mla v21.4s, v9.4s, v11.s[3]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0912 // mla v18.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0936 // mla v22.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0912 // mla v18.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0936 // mla v22.4s, v9.4s, v11.s[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0150 // mla v16.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0170 // mla v16.4s, v11.4s, v27.s[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0151 // mla v17.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0171 // mla v17.4s, v11.4s, v27.s[1]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0152 // mla v18.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0172 // mla v18.4s, v11.4s, v27.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0110 // mla v16.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0134 // mla v20.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0110 // mla v16.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0134 // mla v20.4s, v9.4s, v14.s[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0111 // mla v17.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0135 // mla v21.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0111 // mla v17.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0135 // mla v21.4s, v9.4s, v14.s[1]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0112 // mla v18.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0136 // mla v22.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0112 // mla v18.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0136 // mla v22.4s, v9.4s, v14.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0950 // mla v16.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0970 // mla v16.4s, v11.4s, v27.s[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0951 // mla v17.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0971 // mla v17.4s, v11.4s, v27.s[3]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0952 // mla v18.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0972 // mla v18.4s, v11.4s, v27.s[3]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	VLD1.P 32(R3), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d95 // mul v21.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b5 // mla v21.4s, v13.4s, v29.4s
-	VLD1.P 32(R4), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d96 // mul v22.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b6 // mla v22.4s, v13.4s, v29.4s
-	WORD $0x4eb1be0c // addp v12.4s, v16.4s, v17.4s
-	WORD $0x4eb2be4d // addp v13.4s, v18.4s, v18.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4eb5be8a // addp v10.4s, v20.4s, v21.4s
-	WORD $0x4eb6becb // addp v11.4s, v22.4s, v22.4s
-	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0910 // mla v16.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0934 // mla v20.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0910 // mla v16.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0934 // mla v20.4s, v9.4s, v14.s[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0911 // mla v17.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0935 // mla v21.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0911 // mla v17.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0935 // mla v21.4s, v9.4s, v14.s[3]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0912 // mla v18.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0936 // mla v22.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0912 // mla v18.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0936 // mla v22.4s, v9.4s, v14.s[3]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	SUB $260, R3, R10
+	VLD1 (R10), V10.S[1]
+	VLD1.P 32(R3), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc1 // mul v1.4s, v6.4s, v4.4s
+	WORD $0x4ea594e1 // mla v1.4s, v7.4s, v5.4s
+	SUB $260, R4, R10
+	VLD1 (R10), V10.S[2]
+	VLD1.P 32(R4), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc2 // mul v2.4s, v6.4s, v4.4s
+	WORD $0x4ea594e2 // mla v2.4s, v7.4s, v5.4s
+	WORD $0x4ea1bc08 // addp v8.4s, v0.4s, v1.4s
+	WORD $0x4ea2bc49 // addp v9.4s, v2.4s, v2.4s
+	WORD $0x4ea9bd08 // addp v8.4s, v8.4s, v9.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4fab1239 // fmla v25.4s, v17.4s, v11.s[1]
+	WORD $0x4fab12bd // fmla v29.4s, v21.4s, v11.s[1]
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4f8b1a5a // fmla v26.4s, v18.4s, v11.s[2]
+	WORD $0x4f8b1ade // fmla v30.4s, v22.4s, v11.s[2]
 	SUBS $1, R7
 	BNE gemmQ5KDotC3_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1 V24.S[2], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e39d7a8 // fadd v8.4s, v29.4s, v25.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0c05e9 // dup v9.4s, v15.s[1]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e3ad7c8 // fadd v8.4s, v30.4s, v26.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e1405e9 // dup v9.4s, v15.s[2]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET
 
 // func gemmQ5KDotC4(w *byte, a *byte, arb int, nb int, y *float32, ys int)
@@ -4419,12 +5050,17 @@ TEXT ·gemmQ5KDotC4(SB), NOSPLIT, $0-48
 	ADD R2, R4, R5
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
-	WORD $0x4f00e5ff // movi v31.16b, #0xf
-	WORD $0x4f00e60e // movi v14.16b, #0x10
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
+	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
+	WORD $0x6f00e41c // movi v28.2d, #0000000000000000
+	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41d // movi v29.2d, #0000000000000000
+	WORD $0x6f00e41a // movi v26.2d, #0000000000000000
+	WORD $0x6f00e41e // movi v30.2d, #0000000000000000
+	WORD $0x6f00e41b // movi v27.2d, #0000000000000000
+	WORD $0x6f00e41f // movi v31.2d, #0000000000000000
 gemmQ5KDotC4_block:
-	MOVWU (R0), R10
-	FMOVS R10, F26
-	WORD $0x0e217b5a // fcvtl v26.4s, v26.4h
+	MOVWU (R0), R6
 	MOVWU 4(R0), R10
 	MOVWU 8(R0), R11
 	MOVWU 12(R0), R12
@@ -4441,252 +5077,382 @@ gemmQ5KDotC4_block:
 	ANDW $0x3f3f3f3f, R10
 	ORR R12<<32, R10, R10
 	ORR R13<<32, R15, R15
-	FMOVD R10, F28
-	FMOVD R15, F30
-	WORD $0x2f08a7de // uxtl v30.8h, v30.8b
-	WORD $0x6f10a7dd // uxtl2 v29.4s, v30.8h
-	WORD $0x2f10a7de // uxtl v30.4s, v30.4h
-	WORD $0x2f08a79c // uxtl v28.8h, v28.8b
-	WORD $0x6f10a79b // uxtl2 v27.4s, v28.8h
-	WORD $0x2f10a79c // uxtl v28.4s, v28.4h
+	FMOVD R10, F11
+	WORD $0x2f08a56b // uxtl v11.8h, v11.8b
+	WORD $0x6f10a56e // uxtl2 v14.4s, v11.8h
+	WORD $0x2f10a56b // uxtl v11.4s, v11.4h
 	ADD $16, R0
 	VLD1.P 32(R0), [V12.B16, V13.B16]
-	VLD1.P 4(R1), V25.S[0]
-	VLD1.P 4(R3), V25.S[1]
-	VLD1.P 4(R4), V25.S[2]
-	VLD1.P 4(R5), V25.S[3]
+	ADD $4, R1
+	ADD $4, R3
+	ADD $4, R4
+	ADD $4, R5
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0c558a // shl v10.16b, v12.16b, #4
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0c55aa // shl v10.16b, v13.16b, #4
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f0b558a // shl v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0b55aa // shl v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8150 // mul v16.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0170 // mla v16.4s, v11.4s, v28.s[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8151 // mul v17.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0171 // mla v17.4s, v11.4s, v28.s[1]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8152 // mul v18.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0172 // mla v18.4s, v11.4s, v28.s[1]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x4f9c8153 // mul v19.4s, v10.4s, v28.s[0]
-	WORD $0x6fbc0173 // mla v19.4s, v11.4s, v28.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8110 // mul v16.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8134 // mul v20.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0110 // mla v16.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0134 // mla v20.4s, v9.4s, v11.s[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8111 // mul v17.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8135 // mul v21.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0111 // mla v17.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0135 // mla v21.4s, v9.4s, v11.s[1]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8112 // mul v18.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8136 // mul v22.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0112 // mla v18.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0136 // mla v22.4s, v9.4s, v11.s[1]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x4f8b8113 // mul v19.4s, v8.4s, v11.s[0]
+	WORD $0x4f8b8137 // mul v23.4s, v9.4s, v11.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0113 // mla v19.4s, v8.4s, v11.s[1]
+	WORD $0x6fab0137 // mla v23.4s, v9.4s, v11.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x4f0a558a // shl v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x4f0a55aa // shl v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x4f09558a // shl v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x4f0955aa // shl v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0950 // mla v16.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0970 // mla v16.4s, v11.4s, v28.s[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0951 // mla v17.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0971 // mla v17.4s, v11.4s, v28.s[3]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0952 // mla v18.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0972 // mla v18.4s, v11.4s, v28.s[3]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9c0953 // mla v19.4s, v10.4s, v28.s[2]
-	WORD $0x6fbc0973 // mla v19.4s, v11.4s, v28.s[3]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0910 // mla v16.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0934 // mla v20.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0910 // mla v16.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0934 // mla v20.4s, v9.4s, v11.s[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0911 // mla v17.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0935 // mla v21.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0911 // mla v17.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0935 // mla v21.4s, v9.4s, v11.s[3]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0912 // mla v18.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0936 // mla v22.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0912 // mla v18.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0936 // mla v22.4s, v9.4s, v11.s[3]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8b0913 // mla v19.4s, v8.4s, v11.s[2]
+	WORD $0x6f8b0937 // mla v23.4s, v9.4s, v11.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fab0913 // mla v19.4s, v8.4s, v11.s[3]
+	WORD $0x6fab0937 // mla v23.4s, v9.4s, v11.s[3]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
-	WORD $0x6eae1d80 // bit v0.16b, v12.16b, v14.16b
-	WORD $0x6eae1da1 // bit v1.16b, v13.16b, v14.16b
+	WORD $0x6ea91d80 // bit v0.16b, v12.16b, v9.16b
+	WORD $0x6ea91da1 // bit v1.16b, v13.16b, v9.16b
 	WORD $0x6f0f058a // ushr v10.16b, v12.16b, #1
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0f05aa // ushr v10.16b, v13.16b, #1
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0150 // mla v16.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0170 // mla v16.4s, v11.4s, v27.s[1]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0151 // mla v17.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0171 // mla v17.4s, v11.4s, v27.s[1]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0152 // mla v18.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0172 // mla v18.4s, v11.4s, v27.s[1]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0153 // mla v19.4s, v10.4s, v27.s[0]
-	WORD $0x6fbb0173 // mla v19.4s, v11.4s, v27.s[1]
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0110 // mla v16.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0134 // mla v20.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0110 // mla v16.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0134 // mla v20.4s, v9.4s, v14.s[1]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0111 // mla v17.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0135 // mla v21.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0111 // mla v17.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0135 // mla v21.4s, v9.4s, v14.s[1]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0112 // mla v18.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0136 // mla v22.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0112 // mla v18.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0136 // mla v22.4s, v9.4s, v14.s[1]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0113 // mla v19.4s, v8.4s, v14.s[0]
+	WORD $0x6f8e0137 // mla v23.4s, v9.4s, v14.s[0]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0113 // mla v19.4s, v8.4s, v14.s[1]
+	WORD $0x6fae0137 // mla v23.4s, v9.4s, v14.s[1]
+	WORD $0x4f00e5e8 // movi v8.16b, #0xf
+	WORD $0x4f00e609 // movi v9.16b, #0x10
 	VLD1.P 32(R0), [V4.B16, V5.B16]
-	WORD $0x4e3f1c80 // and v0.16b, v4.16b, v31.16b
-	WORD $0x4e3f1ca1 // and v1.16b, v5.16b, v31.16b
+	WORD $0x4e281c80 // and v0.16b, v4.16b, v8.16b
+	WORD $0x4e281ca1 // and v1.16b, v5.16b, v8.16b
 	WORD $0x6f0c0482 // ushr v2.16b, v4.16b, #4
 	WORD $0x6f0c04a3 // ushr v3.16b, v5.16b, #4
 	WORD $0x6f0e058a // ushr v10.16b, v12.16b, #2
-	WORD $0x6eae1d40 // bit v0.16b, v10.16b, v14.16b
+	WORD $0x6ea91d40 // bit v0.16b, v10.16b, v9.16b
 	WORD $0x6f0e05aa // ushr v10.16b, v13.16b, #2
-	WORD $0x6eae1d41 // bit v1.16b, v10.16b, v14.16b
+	WORD $0x6ea91d41 // bit v1.16b, v10.16b, v9.16b
 	WORD $0x6f0d058a // ushr v10.16b, v12.16b, #3
-	WORD $0x6eae1d42 // bit v2.16b, v10.16b, v14.16b
+	WORD $0x6ea91d42 // bit v2.16b, v10.16b, v9.16b
 	WORD $0x6f0d05aa // ushr v10.16b, v13.16b, #3
-	WORD $0x6eae1d43 // bit v3.16b, v10.16b, v14.16b
-	VLD1.P 64(R1), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0950 // mla v16.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0970 // mla v16.4s, v11.4s, v27.s[3]
-	VLD1.P 64(R3), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0951 // mla v17.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0971 // mla v17.4s, v11.4s, v27.s[3]
-	VLD1.P 64(R4), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0952 // mla v18.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0972 // mla v18.4s, v11.4s, v27.s[3]
-	VLD1.P 64(R5), [V6.B16, V7.B16, V8.B16, V9.B16]
-	WORD $0x6f00e40a // movi v10.2d, #0000000000000000
-	WORD $0x6f00e40b // movi v11.2d, #0000000000000000
-	WORD $0x4e86940a // sdot v10.4s, v0.16b, v6.16b
-	WORD $0x4e87942a // sdot v10.4s, v1.16b, v7.16b
-	WORD $0x4e88944b // sdot v11.4s, v2.16b, v8.16b
-	WORD $0x4e89946b // sdot v11.4s, v3.16b, v9.16b
-	WORD $0x6f9b0953 // mla v19.4s, v10.4s, v27.s[2]
-	WORD $0x6fbb0973 // mla v19.4s, v11.4s, v27.s[3]
-	VLD1.P 32(R1), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d94 // mul v20.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b4 // mla v20.4s, v13.4s, v29.4s
-	VLD1.P 32(R3), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d95 // mul v21.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b5 // mla v21.4s, v13.4s, v29.4s
-	VLD1.P 32(R4), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d96 // mul v22.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b6 // mla v22.4s, v13.4s, v29.4s
-	VLD1.P 32(R5), [V12.B16, V13.B16]
-	WORD $0x4e60298c // saddlp v12.4s, v12.8h
-	WORD $0x4e6029ad // saddlp v13.4s, v13.8h
-	WORD $0x4ebe9d97 // mul v23.4s, v12.4s, v30.4s
-	WORD $0x4ebd95b7 // mla v23.4s, v13.4s, v29.4s
-	WORD $0x4eb1be0c // addp v12.4s, v16.4s, v17.4s
-	WORD $0x4eb3be4d // addp v13.4s, v18.4s, v19.4s
-	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
-	WORD $0x4eb5be8a // addp v10.4s, v20.4s, v21.4s
-	WORD $0x4eb7becb // addp v11.4s, v22.4s, v23.4s
-	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
-	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
-	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
-	WORD $0x4f9a932b // fmul v11.4s, v25.4s, v26.s[0]
-	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cdd6c // fmul v12.4s, v11.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x6ea91d43 // bit v3.16b, v10.16b, v9.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0910 // mla v16.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0934 // mla v20.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0910 // mla v16.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0934 // mla v20.4s, v9.4s, v14.s[3]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0911 // mla v17.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0935 // mla v21.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0911 // mla v17.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0935 // mla v21.4s, v9.4s, v14.s[3]
+	VLD1.P 64(R4), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0912 // mla v18.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0936 // mla v22.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0912 // mla v18.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0936 // mla v22.4s, v9.4s, v14.s[3]
+	VLD1.P 64(R5), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e849408 // sdot v8.4s, v0.16b, v4.16b
+	WORD $0x4e859429 // sdot v9.4s, v1.16b, v5.16b
+	WORD $0x6f8e0913 // mla v19.4s, v8.4s, v14.s[2]
+	WORD $0x6f8e0937 // mla v23.4s, v9.4s, v14.s[2]
+	WORD $0x6f00e408 // movi v8.2d, #0000000000000000
+	WORD $0x6f00e409 // movi v9.2d, #0000000000000000
+	WORD $0x4e869448 // sdot v8.4s, v2.16b, v6.16b
+	WORD $0x4e879469 // sdot v9.4s, v3.16b, v7.16b
+	WORD $0x6fae0913 // mla v19.4s, v8.4s, v14.s[3]
+	WORD $0x6fae0937 // mla v23.4s, v9.4s, v14.s[3]
+	FMOVD R15, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	SUB $260, R1, R10
+	VLD1 (R10), V10.S[0]
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc0 // mul v0.4s, v6.4s, v4.4s
+	WORD $0x4ea594e0 // mla v0.4s, v7.4s, v5.4s
+	SUB $260, R3, R10
+	VLD1 (R10), V10.S[1]
+	VLD1.P 32(R3), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc1 // mul v1.4s, v6.4s, v4.4s
+	WORD $0x4ea594e1 // mla v1.4s, v7.4s, v5.4s
+	SUB $260, R4, R10
+	VLD1 (R10), V10.S[2]
+	VLD1.P 32(R4), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc2 // mul v2.4s, v6.4s, v4.4s
+	WORD $0x4ea594e2 // mla v2.4s, v7.4s, v5.4s
+	SUB $260, R5, R10
+	VLD1 (R10), V10.S[3]
+	VLD1.P 32(R5), [V6.B16, V7.B16]
+	WORD $0x4e6028c6 // saddlp v6.4s, v6.8h
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4ea49cc3 // mul v3.4s, v6.4s, v4.4s
+	WORD $0x4ea594e3 // mla v3.4s, v7.4s, v5.4s
+	WORD $0x4ea1bc08 // addp v8.4s, v0.4s, v1.4s
+	WORD $0x4ea3bc49 // addp v9.4s, v2.4s, v3.4s
+	WORD $0x4ea9bd08 // addp v8.4s, v8.4s, v9.4s
+	WORD $0x4e21d908 // scvtf v8.4s, v8.4s
+	FMOVS R6, F9
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x4f89914b // fmul v11.4s, v10.4s, v9.s[0]
+	WORD $0x4fa9914e // fmul v14.4s, v10.4s, v9.s[1]
+	WORD $0x4ea8cdcf // fmls v15.4s, v14.4s, v8.4s
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4f8b1218 // fmla v24.4s, v16.4s, v11.s[0]
+	WORD $0x4f8b129c // fmla v28.4s, v20.4s, v11.s[0]
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD $0x4fab1239 // fmla v25.4s, v17.4s, v11.s[1]
+	WORD $0x4fab12bd // fmla v29.4s, v21.4s, v11.s[1]
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4f8b1a5a // fmla v26.4s, v18.4s, v11.s[2]
+	WORD $0x4f8b1ade // fmla v30.4s, v22.4s, v11.s[2]
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4e21daf7 // scvtf v23.4s, v23.4s
+	WORD $0x4fab1a7b // fmla v27.4s, v19.4s, v11.s[3]
+	WORD $0x4fab1aff // fmla v31.4s, v23.4s, v11.s[3]
 	SUBS $1, R7
 	BNE gemmQ5KDotC4_block
-	VST1.P V24.S[0], (R8)(R9)
-	VST1.P V24.S[1], (R8)(R9)
-	VST1.P V24.S[2], (R8)(R9)
-	VST1 V24.S[3], (R8)
+	WORD $0x4e38d788 // fadd v8.4s, v28.4s, v24.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0405e9 // dup v9.4s, v15.s[0]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e39d7a8 // fadd v8.4s, v29.4s, v25.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e0c05e9 // dup v9.4s, v15.s[1]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e3ad7c8 // fadd v8.4s, v30.4s, v26.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e1405e9 // dup v9.4s, v15.s[2]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
+	ADD R9, R8
+	WORD $0x4e3bd7e8 // fadd v8.4s, v31.4s, v27.4s
+	WORD $0x4e140509 // dup v9.4s, v8.s[2]
+	WORD $0x4e29d50a // fadd v10.4s, v8.4s, v9.4s
+	WORD $0x4e0c0509 // dup v9.4s, v8.s[1]
+	WORD $0x4e1c050b // dup v11.4s, v8.s[3]
+	WORD $0x4e2bd529 // fadd v9.4s, v9.4s, v11.4s
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	WORD $0x4e1c05e9 // dup v9.4s, v15.s[3]
+	WORD $0x4e29d54a // fadd v10.4s, v10.4s, v9.4s
+	FMOVS F10, (R8)
 	RET

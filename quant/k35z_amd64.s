@@ -298,7 +298,10 @@ GLOBL k3zperm<>(SB), RODATA|NOPTR, $256
 	VPADDD       X9, X8, x
 
 // func q5kRowZ(w, a *byte, arb, nb int, y *float32, ys, c int)
-TEXT ·q5kRowZ(SB), NOSPLIT, $0-56
+//
+// The float32 steps are q5kRowAVX2's (ggml's AVX2 order): c ≤ 16, row i's
+// eight lanes at 32i(SP), its summs in y_i until the end.
+TEXT ·q5kRowZ(SB), NOSPLIT, $512-56
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -308,14 +311,18 @@ TEXT ·q5kRowZ(SB), NOSPLIT, $0-56
 	SHLQ $2, R9
 	MOVQ c+48(FP), R10
 
-	MOVQ DX, R13
-	MOVQ R10, R11
-	XORL AX, AX
+	MOVQ   DX, R13
+	MOVQ   SP, R14
+	MOVQ   R10, R11
+	XORL   AX, AX
+	VXORPS Y8, Y8, Y8
 q5zclear:
-	MOVL AX, (R13)
-	ADDQ R9, R13
-	DECQ R11
-	JNZ  q5zclear
+	MOVL    AX, (R13)
+	VMOVUPS Y8, (R14)
+	ADDQ    R9, R13
+	ADDQ    $32, R14
+	DECQ    R11
+	JNZ     q5zclear
 
 	ZMM_CONST(0x0f0f0f0f, X24, Z24)
 	ZMM_CONST(0x10101010, X25, Z25)
@@ -391,27 +398,33 @@ q5zblock:
 
 	MOVQ DI, R12
 	MOVQ DX, R13
+	MOVQ SP, R14
 	MOVQ R10, R11
 q5zact:
 	ZACT
+	// summs = fma(-(dmin·dy), Σ min·bsum, summs), in y_i.
 	VPMADDWD     260(R12), Y8, Y11
-	VEXTRACTI128 $1, Y14, X10
-	VPADDD       X10, X14, X14
 	VEXTRACTI128 $1, Y11, X10
 	VPADDD       X10, X11, X11
-	VPHADDD      X11, X14, X14
-	VPHADDD      X14, X14, X14 // Σ scale·q5·q8, Σ min·bsum, ...
-	VCVTDQ2PS    X14, X14
+	VPSHUFD      $0x4e, X11, X10
+	VPADDD       X10, X11, X11
+	VPSHUFD      $0xb1, X11, X10
+	VPADDD       X10, X11, X11
+	VCVTDQ2PS    X11, X11
 	VBROADCASTSS 0(R12), X10
 	VMULPS       X12, X10, X10 // d·dy, dmin·dy
-	VMULPS       X10, X14, X14
-	VMOVSS       (R13), X10
-	VADDSS       X14, X10, X10
-	VMOVSHDUP    X14, X9
-	VSUBSS       X9, X10, X10
-	VMOVSS       X10, (R13)
+	VMOVSHDUP    X10, X9
+	VMOVSS       (R13), X13
+	VFNMADD231SS X9, X11, X13
+	VMOVSS       X13, (R13)
+	// acc_l = fma(d·dy, float32(lane_l), acc_l).
+	VBROADCASTSS X10, Y10
+	VCVTDQ2PS    Y14, Y14
+	VFMADD213PS  (R14), Y10, Y14
+	VMOVUPS      Y14, (R14)
 	ADDQ         R8, R12
 	ADDQ         R9, R13
+	ADDQ         $32, R14
 	DECQ         R11
 	JNZ          q5zact
 
@@ -419,6 +432,23 @@ q5zact:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q5zblock
+
+	// y_i = hsum_float_8(acc_i) + summs_i.
+	MOVQ SP, R14
+q5zsum:
+	VMOVUPS   (R14), X0
+	VMOVUPS   16(R14), X1
+	VADDPS    X0, X1, X0
+	VMOVHLPS  X0, X0, X1
+	VADDPS    X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS    X1, X0, X0
+	VADDSS    (DX), X0, X0
+	VMOVSS    X0, (DX)
+	ADDQ      $32, R14
+	ADDQ      R9, DX
+	DECQ      R10
+	JNZ       q5zsum
 	VZEROUPPER
 	RET
 
@@ -570,8 +600,9 @@ q3zstore:
 // q5kRowZ for c = 4, 8, 12 or 16 activation rows, four at a time with
 // their float32 steps in the lanes of one register: dy holds the rows'
 // scales by super-block (dy[b*c+i]), the sums stay on the stack until the
-// last super-block.
-TEXT ·q5kRowZ4(SB), NOSPLIT, $64-64
+// last super-block: row i's eight float32 lanes at 32i(SP), its summs at
+// 512+4i(SP) (q5kRowAVX2G's steps).
+TEXT ·q5kRowZ4(SB), NOSPLIT, $576-64
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ arb+16(FP), R8
@@ -582,7 +613,13 @@ TEXT ·q5kRowZ4(SB), NOSPLIT, $64-64
 	MOVQ dy+56(FP), R13
 
 	VPXORD    Z8, Z8, Z8
-	VMOVDQU64 Z8, 0(SP)
+	MOVQ      SP, AX
+	MOVQ      $9, R11
+q5z4clear:
+	VMOVDQU64 Z8, (AX)
+	ADDQ      $64, AX
+	DECQ      R11
+	JNZ       q5z4clear
 	ZMM_CONST(0x0f0f0f0f, X24, Z24)
 	ZMM_CONST(0x10101010, X25, Z25)
 	VMOVDQU64 k5zshift<>(SB), Z26
@@ -647,7 +684,7 @@ q5z4block:
 
 	VMOVD        0(SI), X12
 	VCVTPH2PS    X12, X12
-	VBROADCASTSS X12, X13 // d
+	VBROADCASTSS X12, Y13 // d
 	VMOVSHDUP    X12, X14
 	VBROADCASTSS X14, X14 // dmin
 
@@ -660,39 +697,64 @@ q5z4act:
 	ZACT4(4(R12)(R8*1), 68(R12)(R8*1), 132(R12)(R8*1), 196(R12)(R8*1), 260(R12)(R8*1), Z1, Y1, Y5)
 	ZACT4(4(R12)(R8*2), 68(R12)(R8*2), 132(R12)(R8*2), 196(R12)(R8*2), 260(R12)(R8*2), Z2, Y2, Y6)
 	ZACT4(4(R12)(R14*1), 68(R12)(R14*1), 132(R12)(R14*1), 196(R12)(R14*1), 260(R12)(R14*1), Z3, Y3, Y7)
-	HSUM4(Y0, Y1, Y2, Y3, X10)
+	// The four rows' summs: fma(-(dmin·dy), Σ min·bsum, summs).
 	HSUM4(Y4, Y5, Y6, Y7, X11)
-	VCVTDQ2PS X10, X10
-	VCVTDQ2PS X11, X11
-	VMOVUPS   (R13), X9
-	VMULPS    X13, X9, X8 // d·dy
-	VMULPS    X14, X9, X9 // dmin·dy
-	VMULPS    X8, X10, X10
-	VMULPS    X9, X11, X11
-	VMOVUPS   (SP)(AX*1), X8
-	VADDPS    X10, X8, X8
-	VSUBPS    X11, X8, X8
-	VMOVUPS   X8, (SP)(AX*1)
-	LEAQ      (R12)(R8*4), R12
-	ADDQ      $16, R13
-	ADDQ      $16, AX
-	SUBQ      $4, R11
-	JNZ       q5z4act
+	VCVTDQ2PS    X11, X11
+	VMOVUPS      (R13), X9
+	VMULPS       X14, X9, X9 // dmin·dy
+	VMOVUPS      512(SP)(AX*1), X8
+	VFNMADD231PS X9, X11, X8
+	VMOVUPS      X8, 512(SP)(AX*1)
+	// Each row's lanes: acc = fma(d·dy, float32(lane), acc).
+	VBROADCASTSS 0(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VFMADD213PS  0(SP)(AX*8), Y8, Y0
+	VMOVUPS      Y0, 0(SP)(AX*8)
+	VBROADCASTSS 4(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y1, Y1
+	VFMADD213PS  32(SP)(AX*8), Y8, Y1
+	VMOVUPS      Y1, 32(SP)(AX*8)
+	VBROADCASTSS 8(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y2, Y2
+	VFMADD213PS  64(SP)(AX*8), Y8, Y2
+	VMOVUPS      Y2, 64(SP)(AX*8)
+	VBROADCASTSS 12(R13), Y8
+	VMULPS       Y13, Y8, Y8
+	VCVTDQ2PS    Y3, Y3
+	VFMADD213PS  96(SP)(AX*8), Y8, Y3
+	VMOVUPS      Y3, 96(SP)(AX*8)
+	LEAQ         (R12)(R8*4), R12
+	ADDQ         $16, R13
+	ADDQ         $16, AX
+	SUBQ         $4, R11
+	JNZ          q5z4act
 
 	ADDQ $176, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q5z4block
 
+	// y_i = hsum_float_8(acc_i) + summs_i.
 	MOVQ y+32(FP), DX
 	XORL AX, AX
+	SHLQ $2, R10
 q5z4store:
-	MOVL (SP)(AX*4), BX
-	MOVL BX, (DX)
-	ADDQ R9, DX
-	INCQ AX
-	CMPQ AX, R10
-	JB   q5z4store
+	VMOVUPS   0(SP)(AX*8), X0
+	VMOVUPS   16(SP)(AX*8), X1
+	VADDPS    X0, X1, X0
+	VMOVHLPS  X0, X0, X1
+	VADDPS    X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS    X1, X0, X0
+	VADDSS    512(SP)(AX*1), X0, X0
+	VMOVSS    X0, (DX)
+	ADDQ      R9, DX
+	ADDQ      $4, AX
+	CMPQ      AX, R10
+	JB        q5z4store
 	VZEROUPPER
 	RET
 

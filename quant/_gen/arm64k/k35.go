@@ -33,29 +33,48 @@ func k35File() string {
 	return a.b.String()
 }
 
-// q5k writes gemmQ5K<set>C<c>: q4k with the fifth bit of each level from
-// qh (bit 2g of byte l for the low nibbles of group g, bit 2g+1 for the
-// high ones) inserted at bit 4 of the unpacked bytes. Levels reach 31:
-// Asimd's int16 lanes sum four products of at most 31·128, below 2^15.
+// q5k writes gemmQ5K<set>C<c>: dotQ5_KQ8_KGo's order, ggml's AVX2 one.
+// The fifth bit of each level comes from qh (bit 2g of byte l for the low
+// nibbles of group g, bit 2g+1 for the high ones), inserted at bit 4 of
+// the unpacked bytes. Each activation row keeps the twin's eight int32
+// lanes in two registers (lanes 0..3: bytes 0..15 of each 32-value
+// sub-block, 4..7: bytes 16..31; lane l sums bytes 4l..4l+3 times the
+// sub-block's scale): SDOT's lane k is exactly bytes 4k..4k+3 (Dot);
+// Asimd's SMULL products (at most 31·128) are paired by ADDP twice into
+// int16 lanes of four bytes (at most 4·31·128, exact), then widened by
+// SMLAL with the scale. Per super-block the lanes go into the row's eight
+// float32 lanes by FMLA (fused, as VFMADD), and Σ min·bsum into the row's
+// lane of one register of summs by FMLS; the end adds the lanes in
+// hsum_float_8's order, then the summs.
 func q5k(a *asm, set string, c int) {
 	name := fmt.Sprintf("gemmQ5K%sC%d", set, c)
 	dot := set == "Dot"
+	if c == 1 {
+		a.p("")
+		a.p("// The Q5_K kernels of this set follow ggml's AVX2 order, as")
+		a.p("// dotQ5_KQ8_KGo: eight int32 lanes a row, each fused into its float32")
+		a.p("// lane per super-block (FMLA), the mins into a fused scalar (FMLS),")
+		a.p("// hsum_float_8 of the lanes plus that scalar at the end.")
+	}
 	kPrologue(a, name, c)
 	const (
-		vMinLo, vMinHi = v(30), v(29) // int32 mins 0..3, 4..7
-		vScLo, vScHi   = v(28), v(27) // Dot: int32 scales 0..3, 4..7
-		vSc16          = v(15)        // Asimd: int16 scales 0..7
-		vBit4          = v(14)        // 0x10 bytes
+		vScLo, vScHi = v(11), v(14) // Dot: int32 scales 0..3, 4..7
+		vSc16        = v(11)        // Asimd: int16 scales 0..7
+		vSumms       = v(15)        // lane i: row i's summs
+		rD           = "R6"         // f16 d, dmin of the super-block
 	)
-	acc := func(i int) v { return v(16 + i) }
-	minAcc := func(i int) v { return v(20 + i) }
-	a.i(movi8(vMask, 0x0f))
-	a.i(movi8(vBit4, 0x10))
+	accLo := func(i int) v { return v(16 + i) } // int32 lanes 0..3
+	accHi := func(i int) v { return v(20 + i) } // int32 lanes 4..7
+	fLo := func(i int) v { return v(24 + i) }   // float32 lanes 0..3
+	fHi := func(i int) v { return v(28 + i) }   // float32 lanes 4..7
+	a.i(movi0(vSumms))
+	for i := 0; i < c; i++ {
+		a.i(movi0(fLo(i)))
+		a.i(movi0(fHi(i)))
+	}
 	a.label(name + "_block")
 	a.mark()
-	a.op("MOVWU (%s), R10", rW)
-	a.op("FMOVS R10, F%d", vXd)
-	a.i(vFCVTLH.of(vXd, vXd))
+	a.op("MOVWU (%s), %s", rW, rD)
 	a.op("MOVWU 4(%s), R10", rW)
 	a.op("MOVWU 8(%s), R11", rW)
 	a.op("MOVWU 12(%s), R12", rW)
@@ -73,10 +92,6 @@ func q5k(a *asm, set string, c int) {
 	a.op("ORR R12<<32, R10, R10")
 	a.op("ORR R13<<32, R15, R15")
 	a.op("FMOVD R10, F%d", vScLo)
-	a.op("FMOVD R15, F%d", vMinLo)
-	a.i(vUXTLB.of(vMinLo, vMinLo))
-	a.i(vUXTL2H.of(vMinHi, vMinLo))
-	a.i(vUXTLH.of(vMinLo, vMinLo))
 	if dot {
 		a.i(vUXTLB.of(vScLo, vScLo))
 		a.i(vUXTL2H.of(vScHi, vScLo))
@@ -86,11 +101,17 @@ func q5k(a *asm, set string, c int) {
 	}
 	a.op("ADD $16, %s", rW)
 	a.op("VLD1.P 32(%s), [V12.B16, V13.B16]", rW) // qh
-	loadDy(a, c)
+	for i := 0; i < c; i++ {
+		a.op("ADD $4, %s", actRegs[i]) // dy is read after the quants
+	}
 	for g := 0; g < 4; g++ {
+		// Levels V0..V3 (values 64g+16k..), from qs in V4, V5; the 0x0f
+		// and 0x10 bytes in V8, V9, V10 the shifted qh.
+		a.i(movi8(8, 0x0f))
+		a.i(movi8(9, 0x10))
 		a.op("VLD1.P 32(%s), [V4.B16, V5.B16]", rW)
-		a.i(vAND.of(0, 4, vMask))
-		a.i(vAND.of(1, 5, vMask))
+		a.i(vAND.of(0, 4, 8))
+		a.i(vAND.of(1, 5, 8))
 		a.i(shiftImm("ushr", "16b", 2, 4, 4))
 		a.i(shiftImm("ushr", "16b", 3, 5, 4))
 		for k, bit := range []int{2 * g, 2 * g, 2*g + 1, 2*g + 1} {
@@ -102,77 +123,98 @@ func q5k(a *asm, set string, c int) {
 				a.i(shiftImm("ushr", "16b", 10, src, uint32(bit-4)))
 				src = 10
 			}
-			a.i(vBIT.of(v(k), src, vBit4))
+			a.i(vBIT.of(v(k), src, 9))
 		}
 		for i := 0; i < c; i++ {
-			a.op("VLD1.P 64(%s), [V6.B16, V7.B16, V8.B16, V9.B16]", actRegs[i])
-			j0, j1 := uint32(2*g), uint32(2*g+1)
-			if dot {
-				sc := func(j uint32) (v, uint32) {
-					if j < 4 {
-						return vScLo, j
+			a.op("VLD1.P 64(%s), [V4.B16, V5.B16, V6.B16, V7.B16]", actRegs[i])
+			for h, j := range []uint32{uint32(2 * g), uint32(2*g + 1)} {
+				first := g == 0 && h == 0
+				lo, hi := v(2*h), v(2*h+1) // levels of bytes 0..15, 16..31
+				alo, ahi := v(4+2*h), v(5+2*h)
+				if dot {
+					r, l := vScLo, j
+					if j >= 4 {
+						r, l = vScHi, j-4
 					}
-					return vScHi, j - 4
-				}
-				a.i(movi0(10))
-				a.i(movi0(11))
-				a.i(vSDOT.of(10, 0, 6))
-				a.i(vSDOT.of(10, 1, 7))
-				a.i(vSDOT.of(11, 2, 8))
-				a.i(vSDOT.of(11, 3, 9))
-				r0, l0 := sc(j0)
-				r1, l1 := sc(j1)
-				if g == 0 {
-					a.i(elem("mul", acc(i), 10, r0, l0))
+					a.i(movi0(8))
+					a.i(movi0(9))
+					a.i(vSDOT.of(8, lo, alo))
+					a.i(vSDOT.of(9, hi, ahi))
+					op := "mla"
+					if first {
+						op = "mul"
+					}
+					a.i(elem(op, accLo(i), 8, r, l))
+					a.i(elem(op, accHi(i), 9, r, l))
 				} else {
-					a.i(elem("mla", acc(i), 10, r0, l0))
+					a.i(vSMULL.of(8, lo, alo))
+					a.i(vSMULL2.of(9, lo, alo))
+					a.i(vADDPH.of(8, 8, 9))
+					a.i(vSMULL.of(9, hi, ahi))
+					a.i(vSMULL2.of(10, hi, ahi))
+					a.i(vADDPH.of(9, 9, 10))
+					a.i(vADDPH.of(8, 8, 9)) // lanes 0..3, 4..7 as int16
+					op, op2 := "smlal", "smlal2"
+					if first {
+						op, op2 = "smull", "smull2"
+					}
+					a.i(elem(op, accLo(i), 8, vSc16, j))
+					a.i(elem(op2, accHi(i), 8, vSc16, j))
 				}
-				a.i(elem("mla", acc(i), 11, r1, l1))
-			} else {
-				a.i(vSMULL.of(10, 0, 6))
-				a.i(vSMLAL2.of(10, 0, 6))
-				a.i(vSMLAL.of(10, 1, 7))
-				a.i(vSMLAL2.of(10, 1, 7))
-				a.i(vSMULL.of(11, 2, 8))
-				a.i(vSMLAL2.of(11, 2, 8))
-				a.i(vSMLAL.of(11, 3, 9))
-				a.i(vSMLAL2.of(11, 3, 9))
-				if g == 0 {
-					a.i(elem("smull", acc(i), 10, vSc16, j0))
-				} else {
-					a.i(elem("smlal", acc(i), 10, vSc16, j0))
-				}
-				a.i(elem("smlal2", acc(i), 10, vSc16, j0))
-				a.i(elem("smlal", acc(i), 11, vSc16, j1))
-				a.i(elem("smlal2", acc(i), 11, vSc16, j1))
 			}
 		}
 	}
+	// Mins: int32 0..3 in V4, 4..7 in V5; row i's Σ min·bsum in lane i
+	// of V8; its dy in lane i of V10.
+	a.op("FMOVD R15, F4")
+	a.i(vUXTLB.of(4, 4))
+	a.i(vUXTL2H.of(5, 4))
+	a.i(vUXTLH.of(4, 4))
+	var mins []v
 	for i := 0; i < c; i++ {
-		a.op("VLD1.P 32(%s), [V12.B16, V13.B16]", actRegs[i])
-		a.i(vSADDLPH.of(12, 12))
-		a.i(vSADDLPH.of(13, 13))
-		a.i(vMULS.of(minAcc(i), 12, vMinLo))
-		a.i(vMLAS.of(minAcc(i), 13, vMinHi))
+		a.op("SUB $260, %s, R10", actRegs[i])
+		a.op("VLD1 (R10), V10.S[%d]", i)
+		a.op("VLD1.P 32(%s), [V6.B16, V7.B16]", actRegs[i])
+		a.i(vSADDLPH.of(6, 6))
+		a.i(vSADDLPH.of(7, 7))
+		a.i(vMULS.of(v(i), 6, 4))
+		a.i(vMLAS.of(v(i), 7, 5))
+		mins = append(mins, v(i))
 	}
-	var accs, mins []v
+	reduceLanes(a, 8, 9, mins)
+	a.i(vSCVTFS.of(8, 8))
+	a.op("FMOVS %s, F9", rD)
+	a.i(vFCVTLH.of(9, 9))           // d, dmin
+	a.i(elem("fmul", 11, 10, 9, 0)) // d·dy by row
+	a.i(elem("fmul", 14, 10, 9, 1)) // dmin·dy by row
+	a.i(vFMLSS.of(vSumms, 14, 8))   // summs = fma(-(dmin·dy), Σ, summs)
 	for i := 0; i < c; i++ {
-		accs, mins = append(accs, acc(i)), append(mins, minAcc(i))
+		a.i(vSCVTFS.of(accLo(i), accLo(i)))
+		a.i(vSCVTFS.of(accHi(i), accHi(i)))
+		a.i(elem("fmla", fLo(i), accLo(i), 11, uint32(i)))
+		a.i(elem("fmla", fHi(i), accHi(i), 11, uint32(i)))
 	}
-	reduceLanes(a, 12, 13, accs)
-	reduceLanes(a, 10, 11, mins)
-	a.i(vSCVTFS.of(12, 12))
-	a.i(vSCVTFS.of(10, 10))
-	a.i(elem("fmul", 11, vDy, vXd, 0)) // d = f16(x.d)*dy (V14 holds 0x10s)
-	a.i(elem("fmul", 13, vDy, vXd, 1)) // dmin = f16(x.dmin)*dy
-	a.i(vFMULS.of(12, 11, 12))         // d*float32(sumi)
-	a.i(vFADDS.of(vSum, vSum, 12))
-	a.i(vFMULS.of(10, 13, 10)) // dmin*float32(sumMins)
-	a.i(vFSUBS.of(vSum, vSum, 10))
 	a.op("SUBS $1, %s", rN)
 	a.op("BNE %s_block", name)
 	counts[fmt.Sprintf("Q5_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
-	kEpilogue(a, c)
+	// y_i = hsum_float_8(lanes) + summs_i: r_k = acc[4+k] + acc[k], then
+	// (r0+r2) + (r1+r3), each in lane 0.
+	for i := 0; i < c; i++ {
+		a.i(vFADDS.of(8, fHi(i), fLo(i)))
+		a.i(dupElem(9, 8, 2))
+		a.i(vFADDS.of(10, 8, 9))
+		a.i(dupElem(9, 8, 1))
+		a.i(dupElem(11, 8, 3))
+		a.i(vFADDS.of(9, 9, 11))
+		a.i(vFADDS.of(10, 10, 9))
+		a.i(dupElem(9, vSumms, uint32(i)))
+		a.i(vFADDS.of(10, 10, 9))
+		a.op("FMOVS F10, (%s)", rY)
+		if i < c-1 {
+			a.op("ADD %s, %s", rYS, rY)
+		}
+	}
+	a.op("RET")
 }
 
 // q3k writes gemmQ3K<set>C<c>: ggml's haswell order (dotQ3_KQ8_KGo),
