@@ -10,12 +10,11 @@
 // int16 vectors), then applied to each activation row: so the rows of a
 // batch share the unpacking, and each output is the Go twin's bits
 // whatever c. Per super-block and row the integer sums are exact int32
-// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating). Q5_K's
-// are reduced to one scalar and its float32 steps are the twin's, in its
-// order, each rounded alone (no FMA). Q3_K's stay eight lanes, ggml's AVX2
-// ones, and go into eight float32 lanes a row (VFMADD231PS, the twin's
-// fma32) kept on the stack, summed as hsum8 at the end: so the row kernels
-// take c <= 16.
+// (VPMADDUBSW pair sums are at most 2·31·128, far from saturating). Both
+// types keep ggml's AVX2 eight lanes and add them into eight float32 lanes
+// a row (VFMADD231PS, the twin's fma32) kept on the stack, summed as hsum8
+// at the end (Q5_K's minima in one more fused scalar a row, added after):
+// so the row kernels take c <= 16.
 
 // k35bcast<>+32j broadcasts int16 word j of a lane pair to all 16 words.
 DATA k35bcast<>+0x00(SB)/8, $0x0100010001000100

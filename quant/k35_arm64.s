@@ -9,11 +9,10 @@
 // super-blocks arb bytes apart at a; room for c outputs ys floats apart
 // at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones
 // FEAT_DotProd as well. A super-block's levels are unpacked once for
-// all c rows; its integer sums are exact in int32. Q5_K's float32 part
-// runs in lane c for activation row c with the Go twin's operations in
-// their order, each rounded alone; Q3_K's keeps ggml's AVX2 eight lanes
-// and eight float32 lanes a row (FMLA by element, on the stack), added
-// as hsum8 at the end. So each output is the Go twin's.
+// all c rows; its integer sums are exact in int32. Both types keep
+// ggml's AVX2 eight lanes and eight float32 lanes a row (FMLA by
+// element), added as hsum8 at the end (Q5_K's minima in one more fused
+// scalar a row, added after). So each output is the Go twin's.
 
 // func gemmQ3KAsimdC1(w *byte, a *byte, arb int, nb int, y *float32, ys int)
 TEXT ·gemmQ3KAsimdC1(SB), NOSPLIT, $32-48

@@ -6,7 +6,7 @@
 // contract and the arithmetic of k35_amd64.s (one weight row, c activation
 // rows, each output the Go twin's bits), on 64-value ZMM chunks: a
 // super-block's levels are 4 ZMM and its scale vectors 4 more, kept in
-// registers, and VPDPWSSD adds each chunk's scaled pair sums. Q3_K's
+// registers, and VPDPWSSD adds each chunk's scaled pair sums. Both types'
 // eight lanes and float32 lanes as in k35_amd64.s (c <= 16 here too).
 
 // k5zshift<> shifts the words of the lower 256 bits by 0, the upper by 4:

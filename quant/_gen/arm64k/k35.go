@@ -17,11 +17,10 @@ func k35File() string {
 	a.p("// super-blocks arb bytes apart at a; room for c outputs ys floats apart")
 	a.p("// at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones")
 	a.p("// FEAT_DotProd as well. A super-block's levels are unpacked once for")
-	a.p("// all c rows; its integer sums are exact in int32. Q5_K's float32 part")
-	a.p("// runs in lane c for activation row c with the Go twin's operations in")
-	a.p("// their order, each rounded alone; Q3_K's keeps ggml's AVX2 eight lanes")
-	a.p("// and eight float32 lanes a row (FMLA by element, on the stack), added")
-	a.p("// as hsum8 at the end. So each output is the Go twin's.")
+	a.p("// all c rows; its integer sums are exact in int32. Both types keep")
+	a.p("// ggml's AVX2 eight lanes and eight float32 lanes a row (FMLA by")
+	a.p("// element), added as hsum8 at the end (Q5_K's minima in one more fused")
+	a.p("// scalar a row, added after). So each output is the Go twin's.")
 	for _, s := range sets {
 		for c := 1; c <= maxActs; c++ {
 			q3k(a, s.suffix, c)
