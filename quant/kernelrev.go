@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "0af9ef6e12c4a937"
+const kernelRevision = "27e8e781ca691a9b"
