@@ -48,13 +48,19 @@ func dotQ8_0Q8_0Go(w, a []byte) float32 {
 	return sum
 }
 
-// dotQ4_KQ8_KGo is ggml_vec_dot_q4_K_q8_K: per super-block of 256,
-// sum += d*dy * Σ_sub scale*Σ q4*q8  -  dmin*dy * Σ_sub min*Σ q8,
-// the last sum taken from the activations' bsums. ggml's generic code spreads
-// the first integer sum over 8 lanes before scaling; the total is the same
-// integer, scaled once here.
+// dotQ4_KQ8_KGo is a Q4_K row against a Q8_K row in the float order of
+// llama.cpp's haswell build on Q4_K weights it repacks (q4_K_8x8), where a
+// single activation row (decode, and the one-token-at-a-time reference
+// logits) goes through ggml_gemv_q4_K_8x8_q8_K: per super-block of 256 the
+// exact integer sums sumi = Σ_sub scale·Σ q4·q8 and sumMins = Σ_sub
+// min·Σ q8 (from the activations' bsums), then two float32 accumulators,
+// sum = fma(float32(sumi), d, sum) and smin = fma(float32(sumMins), dmin,
+// smin) with d = f16(x.d)·dy and dmin = f16(x.dmin)·dy (each product
+// rounded), and sum - smin at the end. (Its multi-row gemm rounds the
+// activations differently; shade is batch-invariant and follows the
+// single-row path.)
 func dotQ4_KQ8_KGo(w, a []byte) float32 {
-	var sum float32
+	var sum, smin float32
 	nb := len(w) / q4_KBytes
 	for b := 0; b < nb; b++ {
 		x := (*[q4_KBytes]byte)(w[b*q4_KBytes:])
@@ -83,15 +89,15 @@ func dotQ4_KQ8_KGo(w, a []byte) float32 {
 			sumMins += int32(m0)*(int32(int16(le16(bs[0:])))+int32(int16(le16(bs[2:])))) +
 				int32(m1)*(int32(int16(le16(bs[4:])))+int32(int16(le16(bs[6:]))))
 		}
-		d := f16At(x[0:]) * dy
-		dmin := f16At(x[2:]) * dy
-		// The conversions round each product alone: without them an
-		// arm64 build fuses it into the add (FMADD), giving other bits
-		// than amd64 and than the kernels.
-		sum += float32(d * float32(sumi))
-		sum -= float32(dmin * float32(sumMins))
+		// The conversion rounds each scale product alone, and the adds are
+		// fma32, explicitly: left to the compiler, an arm64 build fuses
+		// (FMADD) other operations than amd64 and the kernels do.
+		d := float32(f16At(x[0:]) * dy)
+		dmin := float32(f16At(x[2:]) * dy)
+		sum = fma32(float32(sumi), d, sum)
+		smin = fma32(float32(sumMins), dmin, smin)
 	}
-	return sum
+	return sum - smin
 }
 
 // dotQ6_KQ8_KGo is ggml_vec_dot_q6_K_q8_K on AVX2 (the haswell build the

@@ -154,11 +154,17 @@ GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
 	VPADDD     Y10, Y8, Y8
 
 // func dotQ4_KQ8_KAVX2(w, a *byte, nb int) float32
+//
+// dotQ4_KQ8_KGo's order (llama.cpp's repacked gemv): each super-block's
+// integer sums summed across lanes, exact, then X0 = fma(float32(sumi), d,
+// X0) and X14 = fma(float32(sumMins), dmin, X14) in lane 0, X0 - X14 at
+// the end.
 TEXT ·dotQ4_KQ8_KAVX2(SB), NOSPLIT, $0-28
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ nb+16(FP), CX
 	VXORPS Y0, Y0, Y0
+	VXORPS Y14, Y14, Y14
 	MOVL   $0x0f0f0f0f, AX
 	VMOVD  AX, X15
 	VPBROADCASTD X15, Y15
@@ -197,17 +203,19 @@ q4kloop:
 	VPHADDW      X3, X2, X2
 	VEXTRACTI128 $1, Y1, X3
 	VPMADDWD     X3, X2, X2
-	VCVTDQ2PS    X2, X2 // the upper half of Y2 is now zero
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2 // sumMins in every lane
+	VCVTDQ2PS    X2, X2
 
-	// d*dy in all lanes of Y5, dmin*dy in all of Y6.
+	// d = f16(x.d)*dy in lane 0 of X4, dmin = f16(x.dmin)*dy in X6.
 	VMOVD        0(SI), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS 0(DI), X5
 	VMULPS       X5, X4, X4
-	VBROADCASTSS X4, Y5
 	VMOVSHDUP    X4, X6
-	VBROADCASTSS X6, Y6
-	VFNMADD231PS Y6, Y2, Y0
+	VFMADD231SS  X6, X2, X14 // smin = fma(float32(sumMins), dmin, smin)
 
 	VPERMQ $0x44, Y1, Y7 // the scales in both lanes
 	VPXOR  Y8, Y8, Y8
@@ -215,14 +223,21 @@ q4kloop:
 	Q4K_GROUP(48, 68, 0x40, 0x60)
 	Q4K_GROUP(80, 132, 0x80, 0xa0)
 	Q4K_GROUP(112, 196, 0xc0, 0xe0)
-	VCVTDQ2PS   Y8, Y8
-	VFMADD231PS Y5, Y8, Y0
+	VEXTRACTI128 $1, Y8, X9
+	VPADDD       X9, X8, X8
+	VPSHUFD      $0x4e, X8, X9
+	VPADDD       X9, X8, X8
+	VPSHUFD      $0xb1, X8, X9
+	VPADDD       X9, X8, X8 // sumi in every lane
+	VCVTDQ2PS    X8, X8
+	VFMADD231SS  X4, X8, X0 // sum = fma(float32(sumi), d, sum)
 
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  q4kloop
-	HSUM8
+	VSUBSS X14, X0, X0
+	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
 

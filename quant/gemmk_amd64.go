@@ -49,6 +49,22 @@ var q4kTileBufs = sync.Pool{New: func() any { return new([kTileChunk * q4kTileBy
 // q4kPairBufs holds gemmQ4KTiles' bsum pairs, grown as needed.
 var q4kPairBufs = sync.Pool{New: func() any { return new([]int16) }}
 
+// q4kMinBufs holds the tile kernels' smin accumulators (dotQ4_KQ8_KGo's
+// second float32 sum) between chunks, grown as needed.
+var q4kMinBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// q4kMinBuf returns a buffer of n cleared floats from q4kMinBufs; put it
+// back when done.
+func q4kMinBuf(n int) *[]float32 {
+	mb := q4kMinBufs.Get().(*[]float32)
+	if cap(*mb) < n {
+		*mb = make([]float32, n)
+	}
+	*mb = (*mb)[:n]
+	clear(*mb)
+	return mb
+}
+
 // gemmKAVX2 is gemmKGo (for Q4_K or Q6_K weights) on the AVX2 kernels.
 // The activations must be quantizeQ8_K's: Q6_K's kernels take the -32
 // offset off through the bsums.
@@ -145,7 +161,8 @@ func gemmQ4KPanelsDecode(pair func(t *byte, toff int, nb int, a *byte, bp *int16
 	}
 	if np%2 == 1 {
 		pn := p0 + np - 1
-		gemmQ4KTileC1(&panels[pn*nb*q4kTileBytes], nb, &a[0], 0, &bp[0], 16, &y[pn*q4kPanelRows], 0)
+		var m [q4kPanelRows]float32
+		gemmQ4KTileC1(&panels[pn*nb*q4kTileBytes], nb, &a[0], 0, &bp[0], 16, &y[pn*q4kPanelRows], 0, &m[0], 1)
 	}
 }
 
@@ -154,9 +171,10 @@ func gemmQ4KPanelsDecode(pair func(t *byte, toff int, nb int, a *byte, bp *int16
 // 8 rows of w (rb bytes apart) is unpacked kTileChunk super-blocks at a time
 // into an L1 buffer; otherwise the tiles are panels' super-blocks in place.
 // Every activation row is applied to a chunk, at most q4kTileWidth per
-// call, before the next chunk. The kernels add into y super-block by
-// super-block in the twin's order, so y starts cleared and the chunks change
-// no bit.
+// call, before the next chunk. The kernels add into y (the sums) and a
+// buffer (the mins' smin) super-block by super-block in the twin's order,
+// so both start cleared, the chunks change no bit, and the calls on the
+// last chunk store sum - smin into y.
 func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
 	pb := q4kPairBufs.Get().(*[]int16)
 	defer q4kPairBufs.Put(pb)
@@ -165,6 +183,9 @@ func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n,
 	}
 	bp := (*pb)[:nb*n*8]
 	q4kBsumPairs(bp, a, arb, n, nb)
+	mb := q4kMinBuf(n * 8)
+	defer q4kMinBufs.Put(mb)
+	m := *mb
 	calls := (n + q4kTileWidth - 1) / q4kTileWidth
 	chunk := kTileChunk
 	var buf *[kTileChunk * q4kTileBytes]byte
@@ -178,6 +199,7 @@ func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n,
 		for i := 0; i < n; i++ {
 			clear(y[i*ys+r0 : i*ys+r0+8])
 		}
+		clear(m)
 		for b0 := 0; b0 < nb; b0 += chunk {
 			cnt := min(chunk, nb-b0)
 			var t *byte
@@ -195,7 +217,7 @@ func gemmQ4KTiles(w []byte, rb int, panels []byte, lo, hi int, a []byte, arb, n,
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)
 				q4kTileKernels[cc-1](t, cnt, &a[c0*arb+b0*q8_KBytes], arb,
-					&bp[(b0*n+c0)*8], n*16, &y[c0*ys+r0], ys*4)
+					&bp[(b0*n+c0)*8], n*16, &y[c0*ys+r0], ys*4, &m[c0*8], b2i(b0+cnt == nb))
 				c0 += cc
 			}
 		}

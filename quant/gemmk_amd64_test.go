@@ -44,6 +44,7 @@ func BenchmarkGemmKKernels(b *testing.B) {
 	tile := make([]byte, tb*q4kTileBytes)
 	bp := make([]int16, tb*q4kTileCols*8)
 	y := make([]float32, 8*q4kTileCols)
+	m := make([]float32, 8*q4kTileCols)
 	b.Run("Q4_K/pack", func(b *testing.B) {
 		for b.Loop() {
 			packQ4KTile(&tile[0], &w[0], tb*q4_KBytes, tb, 0)
@@ -54,7 +55,7 @@ func BenchmarkGemmKKernels(b *testing.B) {
 		b.Run(fmt.Sprintf("Q4_K/TileC%d", c), func(b *testing.B) {
 			f := q4kTileKernels[c-1]
 			for b.Loop() {
-				f(&tile[0], tb, &a[0], tb*q8_KBytes, &bp[0], q4kTileCols*16, &y[0], 32)
+				f(&tile[0], tb, &a[0], tb*q8_KBytes, &bp[0], q4kTileCols*16, &y[0], 32, &m[0], 1)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tb*8*c), "ns/pair-block")
 		})

@@ -132,6 +132,7 @@ func TestGemmKKernelsCPUTime(t *testing.T) {
 	tile := make([]byte, tb*q4kTileBytes)
 	bp := make([]int16, tb*8*8)
 	y := make([]float32, 64)
+	m := make([]float32, 64)
 	rb, arb := tb*q4_KBytes, tb*q8_KBytes
 	packQ4KTile(&tile[0], &w[0], rb, tb, 0)
 	best := map[string]float64{}
@@ -152,7 +153,7 @@ func TestGemmKKernelsCPUTime(t *testing.T) {
 				var c int
 				fmt.Sscanf(name, "TileC%d", &c)
 				kern := q4kTileKernels[c-1]
-				f, pairs = func() { kern(&tile[0], tb, &a[0], arb, &bp[0], 8*16, &y[0], 32) }, tb*8*c
+				f, pairs = func() { kern(&tile[0], tb, &a[0], arb, &bp[0], 8*16, &y[0], 32, &m[0], 1) }, tb*8*c
 			}
 			d := cpuPerCall(f) / float64(pairs)
 			if b, ok := best[name]; !ok || d < b {
@@ -243,6 +244,7 @@ func TestGemmKTile2CPUTime(t *testing.T) {
 	packQ4KPanel(w[8*rb:], rb, tb, pan[tb*q4kTileBytes:])
 	bp := make([]int16, tb*q4kTile2Cols*8)
 	y := make([]float32, 16*q4kTile2Cols)
+	m := make([]float32, 16*q4kTile2Cols)
 	best := map[string]float64{}
 	var names []string
 	for c := 1; c <= q4kTileCols; c++ {
@@ -258,13 +260,13 @@ func TestGemmKTile2CPUTime(t *testing.T) {
 			if _, err := fmt.Sscanf(name, "TileC%d", &c); err == nil {
 				kern := q4kTileKernels[c-1]
 				f = func() {
-					kern(&pan[0], tb, &a[0], arb, &bp[0], 8*16, &y[0], 64)
-					kern(&pan[tb*q4kTileBytes], tb, &a[0], arb, &bp[0], 8*16, &y[8], 64)
+					kern(&pan[0], tb, &a[0], arb, &bp[0], 8*16, &y[0], 64, &m[0], 1)
+					kern(&pan[tb*q4kTileBytes], tb, &a[0], arb, &bp[0], 8*16, &y[8], 64, &m[8], 1)
 				}
 			} else {
 				fmt.Sscanf(name, "Tile2V%d", &c)
 				kern := q4kTile2Kernels[c-1]
-				f = func() { kern(&pan[0], tb*q4kTileBytes, tb, &a[0], arb, &bp[0], 8*16, &y[0], 64) }
+				f = func() { kern(&pan[0], tb*q4kTileBytes, tb, &a[0], arb, &bp[0], 8*16, &y[0], 64, &m[0], 1) }
 			}
 			d := cpuPerCall(f) / float64(tb*16*c)
 			if b, ok := best[name]; !ok || d < b {

@@ -89,22 +89,22 @@ const q4kTileCols = 5
 func packQ4KTile(dst, w *byte, rb, nb, pf int)
 
 //go:noescape
-func gemmQ4KTileC1(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTileC1(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTileC2(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTileC2(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTileC3(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTileC3(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTileC4(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTileC4(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTileC5(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTileC5(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 // q4kTileKernels[c-1] is gemmQ4KTileC<c>.
-var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){
+var q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int){
 	gemmQ4KTileC1,
 	gemmQ4KTileC2,
 	gemmQ4KTileC3,

@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "1467d2daf7fe7a84"
+const kernelRevision = "c5f5d0d87ee98db4"

@@ -15,7 +15,8 @@ package quant
 // scale; Q6_K: pairs of at most 2·63·128 in int16, times an int8 scale;
 // the totals stay far below 2^31), so they are the Go twins' sums whatever
 // the order (Q6_K: the twin's eight lanes, ggml's AVX2 ones); the float32
-// steps are the twins', in their order (Q6_K: FMLA by element into eight
+// steps are the twins', in their order (Q4_K: an FMLA into each of two
+// accumulators, sum - smin at the end; Q6_K: FMLA by element into eight
 // float32 lanes a row, hsum8 at the end), each rounded once. A
 // kernel for c activation rows gives each row the bits of the one-row
 // kernel, which is the dot product: outputs do not depend on the batch.

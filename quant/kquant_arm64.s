@@ -10,8 +10,8 @@
 // at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones
 // FEAT_DotProd as well. Every integer sum of a super-block is exact
 // (see kquant_arm64.go); Q4_K's float32 part runs in lane c for
-// activation row c with the Go twin's operations in their order, each
-// rounded alone; Q6_K's keeps ggml's AVX2 eight lanes and eight float32
+// activation row c with the Go twin's operations in their order (two
+// accumulators, FMLA each, sum - smin at the end); Q6_K's keeps ggml's AVX2 eight lanes and eight float32
 // lanes a row (FMLA by element, on the stack), added as hsum8 at the
 // end. So each output is the Go twin's, bit for bit.
 
@@ -26,6 +26,7 @@ TEXT ·gemmQ4KAsimdC1(SB), NOSPLIT, $0-48
 	LSL $2, R9
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41b // movi v27.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KAsimdC1_block:
 	MOVWU (R0), R10
@@ -140,12 +141,11 @@ gemmQ4KAsimdC1_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd5b // fmla v27.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KAsimdC1_block
+	WORD $0x4ebbd718 // fsub v24.4s, v24.4s, v27.4s
 	VST1 V24.S[0], (R8)
 	RET
 
@@ -161,6 +161,7 @@ TEXT ·gemmQ4KAsimdC2(SB), NOSPLIT, $0-48
 	ADD R2, R1, R3
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41b // movi v27.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KAsimdC2_block:
 	MOVWU (R0), R10
@@ -333,12 +334,11 @@ gemmQ4KAsimdC2_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd5b // fmla v27.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KAsimdC2_block
+	WORD $0x4ebbd718 // fsub v24.4s, v24.4s, v27.4s
 	VST1.P V24.S[0], (R8)(R9)
 	VST1 V24.S[1], (R8)
 	RET
@@ -356,6 +356,7 @@ TEXT ·gemmQ4KAsimdC3(SB), NOSPLIT, $0-48
 	ADD R2, R3, R4
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41b // movi v27.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KAsimdC3_block:
 	MOVWU (R0), R10
@@ -588,12 +589,11 @@ gemmQ4KAsimdC3_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd5b // fmla v27.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KAsimdC3_block
+	WORD $0x4ebbd718 // fsub v24.4s, v24.4s, v27.4s
 	VST1.P V24.S[0], (R8)(R9)
 	VST1.P V24.S[1], (R8)(R9)
 	VST1 V24.S[2], (R8)
@@ -613,6 +613,7 @@ TEXT ·gemmQ4KAsimdC4(SB), NOSPLIT, $0-48
 	ADD R2, R4, R5
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e41b // movi v27.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KAsimdC4_block:
 	MOVWU (R0), R10
@@ -903,12 +904,11 @@ gemmQ4KAsimdC4_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd5b // fmla v27.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KAsimdC4_block
+	WORD $0x4ebbd718 // fsub v24.4s, v24.4s, v27.4s
 	VST1.P V24.S[0], (R8)(R9)
 	VST1.P V24.S[1], (R8)(R9)
 	VST1.P V24.S[2], (R8)(R9)
@@ -2408,6 +2408,7 @@ TEXT ·gemmQ4KDotC1(SB), NOSPLIT, $0-48
 	LSL $2, R9
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KDotC1_block:
 	MOVWU (R0), R10
@@ -2508,12 +2509,11 @@ gemmQ4KDotC1_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd4f // fmla v15.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KDotC1_block
+	WORD $0x4eafd718 // fsub v24.4s, v24.4s, v15.4s
 	VST1 V24.S[0], (R8)
 	RET
 
@@ -2529,6 +2529,7 @@ TEXT ·gemmQ4KDotC2(SB), NOSPLIT, $0-48
 	ADD R2, R1, R3
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KDotC2_block:
 	MOVWU (R0), R10
@@ -2671,12 +2672,11 @@ gemmQ4KDotC2_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd4f // fmla v15.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KDotC2_block
+	WORD $0x4eafd718 // fsub v24.4s, v24.4s, v15.4s
 	VST1.P V24.S[0], (R8)(R9)
 	VST1 V24.S[1], (R8)
 	RET
@@ -2694,6 +2694,7 @@ TEXT ·gemmQ4KDotC3(SB), NOSPLIT, $0-48
 	ADD R2, R3, R4
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KDotC3_block:
 	MOVWU (R0), R10
@@ -2880,12 +2881,11 @@ gemmQ4KDotC3_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd4f // fmla v15.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KDotC3_block
+	WORD $0x4eafd718 // fsub v24.4s, v24.4s, v15.4s
 	VST1.P V24.S[0], (R8)(R9)
 	VST1.P V24.S[1], (R8)(R9)
 	VST1 V24.S[2], (R8)
@@ -2905,6 +2905,7 @@ TEXT ·gemmQ4KDotC4(SB), NOSPLIT, $0-48
 	ADD R2, R4, R5
 	WORD $0x6f00e418 // movi v24.2d, #0000000000000000
 	WORD $0x6f00e419 // movi v25.2d, #0000000000000000
+	WORD $0x6f00e40f // movi v15.2d, #0000000000000000
 	WORD $0x4f00e5ff // movi v31.16b, #0xf
 gemmQ4KDotC4_block:
 	MOVWU (R0), R10
@@ -3133,12 +3134,11 @@ gemmQ4KDotC4_block:
 	WORD $0x4e21d94a // scvtf v10.4s, v10.4s
 	WORD $0x4f9a932e // fmul v14.4s, v25.4s, v26.s[0]
 	WORD $0x4fba932d // fmul v13.4s, v25.4s, v26.s[1]
-	WORD $0x6e2cddcc // fmul v12.4s, v14.4s, v12.4s
-	WORD $0x4e2cd718 // fadd v24.4s, v24.4s, v12.4s
-	WORD $0x6e2addaa // fmul v10.4s, v13.4s, v10.4s
-	WORD $0x4eaad718 // fsub v24.4s, v24.4s, v10.4s
+	WORD $0x4e2ecd98 // fmla v24.4s, v12.4s, v14.4s
+	WORD $0x4e2dcd4f // fmla v15.4s, v10.4s, v13.4s
 	SUBS $1, R7
 	BNE gemmQ4KDotC4_block
+	WORD $0x4eafd718 // fsub v24.4s, v24.4s, v15.4s
 	VST1.P V24.S[0], (R8)(R9)
 	VST1.P V24.S[1], (R8)(R9)
 	VST1.P V24.S[2], (R8)(R9)

@@ -44,9 +44,10 @@ func gemmQ4KPanelsVNNI(panels []byte, nb, lo, hi int, a []byte, arb, n int, y []
 // two panels) on the VNNI kernels, two panels a call: every activation row
 // is applied to a chunk of kTileChunk super-blocks of the two panels (all
 // of them when one call takes every activation row), at most q4kTile2Width
-// a call, before the next chunk. The kernels add into y super-block by
-// super-block in the twin's order, so y starts cleared and the chunks
-// change no bit.
+// a call, before the next chunk. The kernels add into y (the sums) and a
+// buffer (the mins' smin) super-block by super-block in the twin's order,
+// so both start cleared, the chunks change no bit, and the calls on the
+// last chunk store sum - smin into y.
 func gemmQ4KTiles2(panels []byte, lo, hi int, a []byte, arb, n, nb int, y []float32, ys int) {
 	pb := q4kPairBufs.Get().(*[]int16)
 	defer q4kPairBufs.Put(pb)
@@ -55,6 +56,9 @@ func gemmQ4KTiles2(panels []byte, lo, hi int, a []byte, arb, n, nb int, y []floa
 	}
 	bp := (*pb)[:nb*n*8]
 	q4kBsumPairs(bp, a, arb, n, nb)
+	mb := q4kMinBuf(n * 2 * q4kPanelRows)
+	defer q4kMinBufs.Put(mb)
+	m := *mb
 	calls := (n + q4kTile2Width - 1) / q4kTile2Width
 	chunk := kTileChunk
 	if calls == 1 {
@@ -65,6 +69,7 @@ func gemmQ4KTiles2(panels []byte, lo, hi int, a []byte, arb, n, nb int, y []floa
 		for i := 0; i < n; i++ {
 			clear(y[i*ys+r0 : i*ys+r0+2*q4kPanelRows])
 		}
+		clear(m)
 		for b0 := 0; b0 < nb; b0 += chunk {
 			cnt := min(chunk, nb-b0)
 			t := &panels[(r0/q4kPanelRows*nb+b0)*q4kTileBytes]
@@ -72,7 +77,7 @@ func gemmQ4KTiles2(panels []byte, lo, hi int, a []byte, arb, n, nb int, y []floa
 			for c0, j := 0, 0; c0 < n; j++ {
 				cc := n/calls + b2i(j < n%calls)
 				q4kTile2Kernels[cc-1](t, pbytes, cnt, &a[c0*arb+b0*q8_KBytes], arb,
-					&bp[(b0*n+c0)*8], n*16, &y[c0*ys+r0], ys*4)
+					&bp[(b0*n+c0)*8], n*16, &y[c0*ys+r0], ys*4, &m[c0*2*q4kPanelRows], b2i(b0+cnt == nb))
 				c0 += cc
 			}
 		}

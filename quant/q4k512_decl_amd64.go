@@ -8,34 +8,34 @@ package quant
 const q4kTile2Cols = 10
 
 //go:noescape
-func gemmQ4KTile2V1(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V1(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V2(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V2(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V3(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V3(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V4(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V4(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V5(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V5(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V6(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V6(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V7(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V7(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V8(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V8(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V9(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V9(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
-func gemmQ4KTile2V10(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)
+func gemmQ4KTile2V10(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)
 
 //go:noescape
 func gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
@@ -44,7 +44,7 @@ func gemmQ4KPanel2V(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, y
 func gemmQ4KPanel2VL1(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)
 
 // q4kTile2Kernels[c-1] is gemmQ4KTile2V<c>.
-var q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){
+var q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int){
 	gemmQ4KTile2V1,
 	gemmQ4KTile2V2,
 	gemmQ4KTile2V3,

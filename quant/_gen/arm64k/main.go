@@ -135,8 +135,8 @@ func kquantFile() string {
 	a.p("// at y. The Asimd kernels need ARMv8 Advanced SIMD, the Dot ones")
 	a.p("// FEAT_DotProd as well. Every integer sum of a super-block is exact")
 	a.p("// (see kquant_arm64.go); Q4_K's float32 part runs in lane c for")
-	a.p("// activation row c with the Go twin's operations in their order, each")
-	a.p("// rounded alone; Q6_K's keeps ggml's AVX2 eight lanes and eight float32")
+	a.p("// activation row c with the Go twin's operations in their order (two")
+	a.p("// accumulators, FMLA each, sum - smin at the end); Q6_K's keeps ggml's AVX2 eight lanes and eight float32")
 	a.p("// lanes a row (FMLA by element, on the stack), added as hsum8 at the")
 	a.p("// end. So each output is the Go twin's, bit for bit.")
 	for _, s := range sets {
@@ -219,7 +219,10 @@ func reduceLanes(a *asm, dst, tmp v, accs []v) {
 // SMULL/SMLAL into int16x8 (each lane at most 4*15*128 in magnitude) (Asimd);
 // the sub-block's scale then multiplies it into the row's int32x4
 // accumulator (MLA or SMLAL by element). The mins multiply the pairwise
-// sums of the bsums.
+// sums of the bsums. The float part is dotQ4_KQ8_KGo's (llama.cpp's
+// repacked gemv): per super-block sum = fma(float32(sumi), d, sum) and
+// smin = fma(float32(sumMins), dmin, smin), one FMLA each, lane c
+// activation row c, and sum - smin at the end.
 func q4k(a *asm, set string, c int) {
 	name := fmt.Sprintf("gemmQ4K%sC%d", set, c)
 	dot := set == "Dot"
@@ -227,8 +230,14 @@ func q4k(a *asm, set string, c int) {
 	const (
 		vMinLo, vMinHi = v(30), v(29) // int32 mins 0..3, 4..7
 		vScLo, vScHi   = v(28), v(27) // Dot: int32 scales 0..3, 4..7
-		vSc16          = v(15)        // Asimd: int16 scales 0..7
+		vSc16          = v(15)        // Asimd: int16 scales 0..7 (by element: v0..v15)
 	)
+	// Lane c: activation row c's smin, in a register the set leaves free.
+	vSmin := vSc16
+	if !dot {
+		vSmin = vScHi
+	}
+	a.i(movi0(vSmin))
 	acc := func(i int) v { return v(16 + i) }
 	minAcc := func(i int) v { return v(20 + i) }
 	a.i(movi8(vMask, 0x0f))
@@ -337,13 +346,12 @@ func q4k(a *asm, set string, c int) {
 	a.i(vSCVTFS.of(10, 10))
 	a.i(elem("fmul", 14, vDy, vXd, 0)) // d = f16(x.d)*dy
 	a.i(elem("fmul", 13, vDy, vXd, 1)) // dmin = f16(x.dmin)*dy
-	a.i(vFMULS.of(12, 14, 12))         // d*float32(sumi)
-	a.i(vFADDS.of(vSum, vSum, 12))
-	a.i(vFMULS.of(10, 13, 10)) // dmin*float32(sumMins)
-	a.i(vFSUBS.of(vSum, vSum, 10))
+	a.i(vFMLAS.of(vSum, 12, 14))       // sum = fma(float32(sumi), d, sum)
+	a.i(vFMLAS.of(vSmin, 10, 13))      // smin = fma(float32(sumMins), dmin, smin)
 	a.op("SUBS $1, %s", rN)
 	a.op("BNE %s_block", name)
 	counts[fmt.Sprintf("Q4_K %s c=%d", set, c)] = fmt.Sprintf("%d per super-block (%d activation rows)", a.mark(), c)
+	a.i(vFSUBS.of(vSum, vSum, vSmin))
 	kEpilogue(a, c)
 }
 

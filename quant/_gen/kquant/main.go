@@ -17,10 +17,13 @@
 // bsums (Σ (q-32)·a = Σ q·a - 32·Σ a, per 16 values with their scale), as
 // are Q4_K's mins. Q4_K's accumulators are then summed across lanes into
 // one register whose lane k is pair k, and the float32 part runs in those
-// lanes with the Go twin's operations in their order, each rounded alone
-// (no FMA):
+// lanes with the Go twin's operations in their order (llama.cpp's repacked
+// gemv), each rounded once: two accumulators a pair, the sums in a
+// register and the mins on the stack,
 //
-//	Q4_K: d = f16(x.d)*dy; dmin = f16(x.dmin)*dy; sum += d*float32(sumi); sum -= dmin*float32(sumMins)
+//	Q4_K: d = f16(x.d)*dy; dmin = f16(x.dmin)*dy; sum = fma(float32(sumi), d, sum); smin = fma(float32(sumMins), dmin, smin)
+//
+// and sum - smin at the end.
 //
 // Q6_K's eight int32 lanes are ggml's AVX2 ones (the bsums taken off lane
 // by lane, sub-blocks 2l and 2l+1 from lane l, as ggml's q8sclsub), and go
@@ -87,9 +90,9 @@ func main() {
 	fmt.Fprintf(&d, "\n// q4kTileCols is the most activation rows a tile kernel takes. The kernels\n// are laid out for tiles of q4kTileBytes (%d) a super-block (panelk.go).\nconst q4kTileCols = %d\n", q4kTileBytes, tileCols)
 	d.WriteString("\n//go:noescape\nfunc packQ4KTile(dst, w *byte, rb, nb, pf int)\n")
 	for c := 1; c <= tileCols; c++ {
-		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTileC%d(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)\n", c)
 	}
-	d.WriteString("\n// q4kTileKernels[c-1] is gemmQ4KTileC<c>.\nvar q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){\n")
+	d.WriteString("\n// q4kTileKernels[c-1] is gemmQ4KTileC<c>.\nvar q4kTileKernels = [...]func(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int){\n")
 	for c := 1; c <= tileCols; c++ {
 		fmt.Fprintf(&d, "\tgemmQ4KTileC%d,\n", c)
 	}
@@ -289,8 +292,9 @@ func ac(c, off int) string {
 // Y5.. (several), Y9 unpacked weights, Y10 products, Y11 one scale
 // broadcast, Y13 Q6_K high bits or Q4_K loaded bytes, Y12..Y14 the
 // reductions' temporaries, Y15 bytes 0x0f. The frame keeps each Q4_K row's
-// decoded scales and mins (32 bytes a row) and, at the end, the sums on
-// their way to y.
+// decoded scales and mins (32 bytes a row), then the pairs' float32 mins
+// accumulators (smin, lane k pair k) and, at the end, the sums on their
+// way to y.
 func kernel(p func(string, ...any), typ string, r, c int) {
 	name := fmt.Sprintf("gemm%sR%dC%d", typ, r, c)
 	q4 := typ == "Q4K"
@@ -306,7 +310,7 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		}
 		return fmt.Sprintf("Y%d", 5+j)
 	}
-	frame := 32 * r
+	frame := 32*r + 32 // Q4_K: smin at 32*r(SP)
 	if !q4 {
 		// Each pair's eight float32 lanes at 32k(SP), the pairs' d at
 		// 32*pairs(SP).
@@ -330,6 +334,9 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		}
 	}
 	p("\tVXORPS Y0, Y0, Y0")
+	if q4 {
+		p("\tVMOVUPS Y0, %d(SP)", 32*r)
+	}
 	if !q4 {
 		for k := 0; k < pairs; k++ {
 			p("\tVMOVUPS Y0, %d(SP)", 32*k)
@@ -529,11 +536,11 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		p("\tVMULPS Y11, Y12, Y12") // d = f16(x.d)*dy
 		p("\tVMULPS Y11, Y13, Y13") // dmin = f16(x.dmin)*dy
 		p("\tVCVTDQ2PS Y9, Y9")
-		p("\tVMULPS Y9, Y12, Y9") // d*float32(sumi)
-		p("\tVADDPS Y9, Y0, Y0")
+		p("\tVFMADD231PS Y12, Y9, Y0") // sum = fma(float32(sumi), d, sum)
 		p("\tVCVTDQ2PS Y10, Y10")
-		p("\tVMULPS Y10, Y13, Y10") // dmin*float32(sumMins)
-		p("\tVSUBPS Y10, Y0, Y0")
+		p("\tVMOVUPS %d(SP), Y14", 32*r)
+		p("\tVFMADD231PS Y13, Y10, Y14") // smin = fma(float32(sumMins), dmin, smin)
+		p("\tVMOVUPS Y14, %d(SP)", 32*r)
 	} else {
 		// Each pair's eight lanes into its float32 lanes, one rounding a
 		// lane: acc = fma(dy·f16(x.d), float32(lanes), acc).
@@ -590,6 +597,7 @@ func kernel(p func(string, ...any), typ string, r, c int) {
 		p("\tRET")
 		return
 	}
+	p("\tVSUBPS %d(SP), Y0, Y0", 32*r) // sum - smin
 	switch {
 	case c == 1 && r == 1:
 		p("\tVMOVSS X0, (AX)")
@@ -664,7 +672,10 @@ func reduce(p func(string, ...any), n int, out string) {
 // eight VPMADDUBSW of a sub-block add in int16 (at most 8·2·15·128 = 30720
 // in magnitude) and one VPMADDWD by the rows' scales widens and scales them
 // together, as the Q4_0 panel kernels do. The integer sums stay exact and
-// the float32 part is the twin's, lane by lane.
+// the float32 part is the twin's, lane by lane: its two accumulators, sum
+// and smin, live in memory between super-blocks (y and a buffer of the
+// caller's, or the frame), since the callers split a row's super-blocks
+// into chunks, and the call on the last chunk stores sum - smin.
 //
 // Tile layout, per super-block (q4kTileBytes), which is also the layout of
 // a Q4_K matrix's row panels (quant/panelk.go), so that a panel is a tile
@@ -812,14 +823,16 @@ var tileTemps = []string{"Y7", "Y8", "Y9"}
 func tileSum(i int) string { return fmt.Sprintf("Y%d", 2+i) }
 
 // tileKernel writes gemmQ4KTileC<c>(t *byte, nb int, a *byte, arb int, bp
-// *int16, bps int, y *float32, ys int): nb super-blocks of a packed tile
-// at t by c Q8_K activation rows (arb bytes apart), adding each output
-// (row r, activation i) into y[i*ys/4 + r]. bp holds, per super-block
-// (bps bytes apart) and activation row (16 bytes apart), the int16 sums
-// bsum[2j]+bsum[2j+1], j = 0..7, against which the mins are taken off.
+// *int16, bps int, y *float32, ys int, m *float32, fin int): nb
+// super-blocks of a packed tile at t by c Q8_K activation rows (arb bytes
+// apart), taking each output's (row r, activation i) sum on from
+// y[i*ys/4 + r] and its smin from m[8i + r], and storing sum - smin into
+// y at the end when fin is not 0 (the row's last chunk). bp holds, per super-block (bps bytes apart) and
+// activation row (16 bytes apart), the int16 sums bsum[2j]+bsum[2j+1],
+// j = 0..7, against which the mins are taken off.
 //
 // Registers: SI the tile, CX super-blocks left, DI and R10 activation rows
-// 0 and 4, R8 arb, R9 3*arb, BX bp, DX bps, R11 y, R12 ys, AX the output
+// 0 and 4, R8 arb, R9 3*arb, BX bp, DX m, R11 y, R12 ys, AX the output
 // row. Y0 and Y1 a group's weights (unpacked from the tile, in turn), Y2..
 // the activation rows' int16 sub-block sums (tileSum), Y7..Y9 broadcast
 // groups and products (tileTemps), Y15 the sub-block's scales, Y10.. the
@@ -829,8 +842,8 @@ func tileKernel(p func(string, ...any), c int) {
 	name := fmt.Sprintf("gemmQ4KTileC%d", c)
 	acc := func(i int) string { return fmt.Sprintf("Y%d", 10+i) }
 	p("")
-	p("// func %s(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("// func %s(t *byte, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-80", name)
 	p("\tMOVQ t+0(FP), SI")
 	p("\tMOVQ nb+8(FP), CX")
 	p("\tMOVQ a+16(FP), DI")
@@ -838,9 +851,9 @@ func tileKernel(p func(string, ...any), c int) {
 	p("\tLEAQ (R8)(R8*2), R9")
 	p("\tLEAQ (DI)(R8*4), R10")
 	p("\tMOVQ bp+32(FP), BX")
-	p("\tMOVQ bps+40(FP), DX")
 	p("\tMOVQ y+48(FP), R11")
 	p("\tMOVQ ys+56(FP), R12")
+	p("\tMOVQ m+64(FP), DX")
 	p("")
 	p("loop_%s:", name)
 	for j := 0; j < 8; j++ {
@@ -891,7 +904,7 @@ func tileKernel(p func(string, ...any), c int) {
 	tileLoadMins(p, "SI")
 	p("\tMOVQ R11, AX")
 	for i := 0; i < c; i++ {
-		tileFloat(p, 16*i, ac(i, 0), acc(i), "(AX)")
+		tileFloat(p, 16*i, ac(i, 0), acc(i), "(AX)", fmt.Sprintf("%d(DX)", 32*i))
 		if i < c-1 {
 			p("\tADDQ R12, AX")
 		}
@@ -899,9 +912,23 @@ func tileKernel(p func(string, ...any), c int) {
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $292, DI")
 	p("\tADDQ $292, R10")
-	p("\tADDQ DX, BX")
+	p("\tADDQ bps+40(FP), BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	// The row's last chunk: y = sum - smin.
+	p("\tCMPQ fin+72(FP), $0")
+	p("\tJEQ done_%s", name)
+	p("\tMOVQ R11, AX")
+	for i := 0; i < c; i++ {
+		p("\tVMOVUPS (AX), Y0")
+		p("\tVSUBPS %d(DX), Y0, Y0", 32*i)
+		p("\tVMOVUPS Y0, (AX)")
+		if i < c-1 {
+			p("\tADDQ R12, AX")
+		}
+	}
+	p("")
+	p("done_%s:", name)
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
@@ -935,10 +962,12 @@ func tileLoadMins(p func(string, ...any), base string) {
 
 // tileFloat writes the float part of the tile kernels for one activation
 // row after tileLoadMins: sumMins from the mins and the bsum pairs at
-// bpOff(BX), then sum += d*dy*float32(sumi); sum -= dmin*dy*float32(sumMins)
-// with the twin's roundings, dy the f32 at dy, sumi in acc, sum the 8
-// floats at out. Y2..Y6 are its temporaries.
-func tileFloat(p func(string, ...any), bpOff int, dy, acc, out string) {
+// bpOff(BX), then sum = fma(float32(sumi), d, sum) and smin =
+// fma(float32(sumMins), dmin, smin) with d = f16(x.d)*dy and dmin =
+// f16(x.dmin)*dy, the twin's roundings, dy the f32 at dy, sumi in acc,
+// sum the 8 floats at out, smin those at mout. Y2..Y6 are its
+// temporaries.
+func tileFloat(p func(string, ...any), bpOff int, dy, acc, out, mout string) {
 	for k, r := range tileMins {
 		t := "Y2"
 		if k > 0 {
@@ -954,18 +983,19 @@ func tileFloat(p func(string, ...any), bpOff int, dy, acc, out string) {
 	p("\tVMULPS Y3, Y0, Y4") // d = f16(x.d)*dy
 	p("\tVMULPS Y3, Y1, Y5") // dmin = f16(x.dmin)*dy
 	p("\tVCVTDQ2PS %s, Y6", acc)
-	p("\tVMULPS Y6, Y4, Y4") // d*float32(sumi)
-	p("\tVADDPS %s, Y4, Y4", out)
-	p("\tVCVTDQ2PS Y2, Y2")
-	p("\tVMULPS Y2, Y5, Y5") // dmin*float32(sumMins)
-	p("\tVSUBPS Y5, Y4, Y4")
+	p("\tVFMADD213PS %s, Y6, Y4", out) // fma(float32(sumi), d, sum)
 	p("\tVMOVUPS Y4, %s", out)
+	p("\tVCVTDQ2PS Y2, Y2")
+	p("\tVFMADD213PS %s, Y2, Y5", mout) // fma(float32(sumMins), dmin, smin)
+	p("\tVMOVUPS Y5, %s", mout)
 }
 
 // panelDecKernel writes gemmQ4KPanel2C1(t *byte, toff int, nb int, a *byte,
 // bp *int16, y *float32, yoff int): nb super-blocks of two Q4_K panels (at
-// t and t+toff) by one Q8_K activation row, adding the outputs into the 8
-// floats at y and the 8 at y+yoff bytes. It is gemmQ4KTileC1 on two panels
+// t and t+toff) by one Q8_K activation row, the outputs' sums taken on
+// from the 8 floats at y and the 8 at y+yoff bytes (cleared by the
+// caller), their smin kept in the frame, and sum - smin stored there at
+// the end. It is gemmQ4KTileC1 on two panels
 // at once, for decode (two streams far apart, and two panels' work in
 // flight): for each group of four values of a sub-block pair, one load of
 // each panel's 32 bytes gives both sub-blocks' nibbles, the pair's two
@@ -989,7 +1019,7 @@ func panelDecKernel(p func(string, ...any)) {
 	sc, sumi := [2]int{10, 11}, [2]int{12, 13}
 	p("")
 	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("TEXT ·%s(SB), NOSPLIT, $64-56", name)
 	p("\tMOVQ t+0(FP), SI")
 	p("\tMOVQ toff+8(FP), R13")
 	p("\tADDQ SI, R13")
@@ -999,6 +1029,7 @@ func panelDecKernel(p func(string, ...any)) {
 	p("\tMOVQ y+40(FP), R11")
 	p("\tMOVQ yoff+48(FP), R12")
 	p("\tVMOVDQU gt0f<>(SB), Y14")
+	panelMinsStart(p)
 	p("")
 	p("loop_%s:", name)
 	for q := 0; q < 4; q++ {
@@ -1042,7 +1073,7 @@ func panelDecKernel(p func(string, ...any)) {
 			out = "(R11)(R12*1)"
 		}
 		tileLoadMins(p, base[P])
-		tileFloat(p, 0, "0(DI)", fmt.Sprintf("Y%d", sumi[P]), out)
+		tileFloat(p, 0, "0(DI)", fmt.Sprintf("Y%d", sumi[P]), out, fmt.Sprintf("%d(SP)", 32*P))
 	}
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $%d, R13", q4kTileBytes)
@@ -1050,8 +1081,27 @@ func panelDecKernel(p func(string, ...any)) {
 	p("\tADDQ $16, BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	panelMinsEnd(p)
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// panelMinsStart clears the decode pair kernels' smin accumulators, the
+// two panels' 8 floats at 0(SP) and 32(SP): a call covers every
+// super-block of its rows, so they need no memory of the caller's.
+func panelMinsStart(p func(string, ...any)) {
+	p("\tVXORPS Y0, Y0, Y0")
+	p("\tVMOVUPS Y0, 0(SP)")
+	p("\tVMOVUPS Y0, 32(SP)")
+}
+
+// panelMinsEnd stores sum - smin for both panels' outputs.
+func panelMinsEnd(p func(string, ...any)) {
+	for P, out := range []string{"(R11)", "(R11)(R12*1)"} {
+		p("\tVMOVUPS %s, Y0", out)
+		p("\tVSUBPS %d(SP), Y0, Y0", 32*P)
+		p("\tVMOVUPS Y0, %s", out)
+	}
 }
 
 // vpdpbusd is VEX.256.66.0F38.W0 50 /r, VPDPBUSD ydst, ysrc1, ysrc2 (Intel
@@ -1091,7 +1141,7 @@ func panelDecVNNIKernel(p func(string, ...any)) {
 	sc, sumi := [2]int{10, 11}, [2]int{12, 13}
 	p("")
 	p("// func %s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("TEXT ·%s(SB), NOSPLIT, $64-56", name)
 	p("\tMOVQ t+0(FP), SI")
 	p("\tMOVQ toff+8(FP), R13")
 	p("\tADDQ SI, R13")
@@ -1101,6 +1151,7 @@ func panelDecVNNIKernel(p func(string, ...any)) {
 	p("\tMOVQ y+40(FP), R11")
 	p("\tMOVQ yoff+48(FP), R12")
 	p("\tVMOVDQU gt0f<>(SB), Y14")
+	panelMinsStart(p)
 	p("")
 	p("loop_%s:", name)
 	for q := 0; q < 4; q++ {
@@ -1142,7 +1193,7 @@ func panelDecVNNIKernel(p func(string, ...any)) {
 			out = "(R11)(R12*1)"
 		}
 		tileLoadMins(p, base[P])
-		tileFloat(p, 0, "0(DI)", fmt.Sprintf("Y%d", sumi[P]), out)
+		tileFloat(p, 0, "0(DI)", fmt.Sprintf("Y%d", sumi[P]), out, fmt.Sprintf("%d(SP)", 32*P))
 	}
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $%d, R13", q4kTileBytes)
@@ -1150,6 +1201,7 @@ func panelDecVNNIKernel(p func(string, ...any)) {
 	p("\tADDQ $16, BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	panelMinsEnd(p)
 	p("\tVZEROUPPER")
 	p("\tRET")
 }

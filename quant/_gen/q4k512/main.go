@@ -26,11 +26,14 @@
 // The super-block's integer sums are the Go twin's (exact int32), and the
 // float part is the AVX2 tile kernels', lane by lane on 16 lanes: the mins
 // against the activation's bsum pairs with VPMADDWD and VPDPWSSD, then
+// the twin's two accumulators (llama.cpp's repacked gemv order)
 //
-//	d = f16(x.d)*dy; dmin = f16(x.dmin)*dy; sum += d*float32(sumi); sum -= dmin*float32(sumMins)
+//	d = f16(x.d)*dy; dmin = f16(x.dmin)*dy; sum = fma(float32(sumi), d, sum); smin = fma(float32(sumMins), dmin, smin)
 //
-// each rounded alone (no FMA), the sum kept in y between super-blocks, so
-// every output is bit for bit dotQ4_KQ8_KGo's (NaN payloads aside).
+// each rounded once, sum kept in y and smin in a buffer of the caller's
+// between super-blocks (the call on a row's last chunk stores sum - smin;
+// the decode kernels keep both in registers), so every
+// output is bit for bit dotQ4_KQ8_KGo's (NaN payloads aside).
 package main
 
 import (
@@ -86,12 +89,12 @@ func main() {
 	d.WriteString("//go:build amd64 && !noasm && gc\n\npackage quant\n")
 	fmt.Fprintf(&d, "\n// q4kTile2Cols is the most activation rows a gemmQ4KTile2V kernel takes.\nconst q4kTile2Cols = %d\n", maxCols)
 	for c := 1; c <= maxCols; c++ {
-		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTile2V%d(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)\n", c)
+		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KTile2V%d(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)\n", c)
 	}
 	for _, v := range decodeVariants {
 		fmt.Fprintf(&d, "\n//go:noescape\nfunc gemmQ4KPanel2V%s(t *byte, toff int, nb int, a *byte, bp *int16, y *float32, yoff int)\n", v.suffix)
 	}
-	d.WriteString("\n// q4kTile2Kernels[c-1] is gemmQ4KTile2V<c>.\nvar q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int){\n")
+	d.WriteString("\n// q4kTile2Kernels[c-1] is gemmQ4KTile2V<c>.\nvar q4kTile2Kernels = [...]func(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int){\n")
 	for c := 1; c <= maxCols; c++ {
 		fmt.Fprintf(&d, "\tgemmQ4KTile2V%d,\n", c)
 	}
@@ -167,15 +170,18 @@ func both(p func(string, ...any), off, r int) {
 }
 
 // kernel writes gemmQ4KTile2V<c>(t *byte, toff int, nb int, a *byte, arb
-// int, bp *int16, bps int, y *float32, ys int): nb super-blocks of the
-// panels at t and t+toff by c Q8_K activation rows (arb bytes apart),
-// adding output (row r of the first panel, activation i) into y[i*ys/4+r]
-// and (row r of the second) into y[i*ys/4+8+r]. bp holds, per super-block
+// int, bp *int16, bps int, y *float32, ys int, m *float32, fin int): nb
+// super-blocks of the panels at t and t+toff by c Q8_K activation rows
+// (arb bytes apart), taking output (row r of the first panel, activation
+// i) on from its sum in y[i*ys/4+r] and its smin in m[16i+r], and (row r
+// of the second) from y[i*ys/4+8+r] and m[16i+8+r], and storing
+// sum - smin into y at the end when fin is not 0 (the row's last chunk).
+// bp holds, per super-block
 // (bps bytes apart) and activation row (16 bytes apart), the int16 sums
 // bsum[2j]+bsum[2j+1], j = 0..7, against which the mins are taken off.
 //
 // Registers: SI the first panel, R13 toff, CX super-blocks left, DI, R10,
-// R14 activation rows 0, 4 and 8, R8 arb, R9 3*arb, BX bp, DX bps, R11 y,
+// R14 activation rows 0, 4 and 8, R8 arb, R9 3*arb, BX bp, DX m, R11 y,
 // R12 ys, AX the output row. Z0..Z7 a sub-block's weights, Z8 four
 // sub-blocks' scales, Z9 one sub-block's, Z10+i activation row i's
 // sub-block sum, Z10+maxCols+i its sumi, Z31 bytes 0x0f. The float part
@@ -186,8 +192,8 @@ func kernel(p func(string, ...any), c int) {
 	sub := func(i int) string { return fmt.Sprintf("Z%d", 10+i) }
 	acc := func(i int) string { return fmt.Sprintf("Z%d", 10+maxCols+i) }
 	p("")
-	p("// func %s(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	p("// func %s(t *byte, toff int, nb int, a *byte, arb int, bp *int16, bps int, y *float32, ys int, m *float32, fin int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-88", name)
 	p("\tMOVQ t+0(FP), SI")
 	p("\tMOVQ toff+8(FP), R13")
 	p("\tMOVQ nb+16(FP), CX")
@@ -197,9 +203,9 @@ func kernel(p func(string, ...any), c int) {
 	p("\tLEAQ (DI)(R8*4), R10")
 	p("\tLEAQ (R10)(R8*4), R14")
 	p("\tMOVQ bp+40(FP), BX")
-	p("\tMOVQ bps+48(FP), DX")
 	p("\tMOVQ y+56(FP), R11")
 	p("\tMOVQ ys+64(FP), R12")
+	p("\tMOVQ m+72(FP), DX")
 	p("\tMOVL $0x0f0f0f0f, AX")
 	p("\tVPBROADCASTD AX, Z31")
 	p("")
@@ -266,12 +272,11 @@ func kernel(p func(string, ...any), c int) {
 		p("\tVMULPS Z7, Z4, Z8") // d = f16(x.d)*dy
 		p("\tVMULPS Z7, Z5, Z9") // dmin = f16(x.dmin)*dy
 		p("\tVCVTDQ2PS %s, Z7", acc(i))
-		p("\tVMULPS Z7, Z8, Z8") // d*float32(sumi)
-		p("\tVADDPS (AX), Z8, Z8")
-		p("\tVCVTDQ2PS Z6, Z6")
-		p("\tVMULPS Z6, Z9, Z9") // dmin*float32(sumMins)
-		p("\tVSUBPS Z9, Z8, Z8")
+		p("\tVFMADD213PS (AX), Z7, Z8") // sum = fma(float32(sumi), d, sum)
 		p("\tVMOVUPS Z8, (AX)")
+		p("\tVCVTDQ2PS Z6, Z6")
+		p("\tVFMADD213PS %d(DX), Z6, Z9", 64*i) // smin = fma(float32(sumMins), dmin, smin)
+		p("\tVMOVUPS Z9, %d(DX)", 64*i)
 		if i < c-1 {
 			p("\tADDQ R12, AX")
 		}
@@ -280,9 +285,23 @@ func kernel(p func(string, ...any), c int) {
 	p("\tADDQ $292, DI")
 	p("\tADDQ $292, R10")
 	p("\tADDQ $292, R14")
-	p("\tADDQ DX, BX")
+	p("\tADDQ bps+48(FP), BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	// The row's last chunk: y = sum - smin.
+	p("\tCMPQ fin+80(FP), $0")
+	p("\tJEQ done_%s", name)
+	p("\tMOVQ R11, AX")
+	for i := 0; i < c; i++ {
+		p("\tVMOVUPS (AX), Z8")
+		p("\tVSUBPS %d(DX), Z8, Z8", 64*i)
+		p("\tVMOVUPS Z8, (AX)")
+		if i < c-1 {
+			p("\tADDQ R12, AX")
+		}
+	}
+	p("")
+	p("done_%s:", name)
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
@@ -309,8 +328,8 @@ var decodeVariants = []decodeVariant{{"", "", 0}, {"L1", "PREFETCHT0", 4 * q4kTi
 // bp *int16, y *float32, yoff int), gemmQ4KPanel2C1's contract on the VNNI
 // instructions, for decode: nb super-blocks of two Q4_K panels (at t and
 // t+toff, which decode places far apart, two streams) by one Q8_K
-// activation row, adding the first panel's 8 outputs into y and the
-// second's into y+yoff bytes. It is gemmQ4KTile2V1 with each 32-byte group
+// activation row, taking the first panel's 8 outputs' sums on from y and
+// the second's from y+yoff bytes, and storing sum - smin there. It is gemmQ4KTile2V1 with each 32-byte group
 // loaded once for both sub-blocks of its pair (low and high nibbles), so
 // the two sub-blocks' VPDPBUSD chains run side by side instead of one
 // 8-deep chain at a time, and the running sums kept in a register across
@@ -321,8 +340,8 @@ var decodeVariants = []decodeVariant{{"", "", 0}, {"L1", "PREFETCHT0", 4 * q4kTi
 // activation row, BX bp, R11 y, R12 yoff. Z0..Z7 a pair's low nibbles
 // (sub-block 2q), Z16..Z23 its high nibbles (2q+1), Z8 four sub-blocks'
 // scales, Z9 and Z13 two sub-blocks' scales, Z10 and Z11 the two
-// sub-blocks' sums, Z12 sumi, Z24 the 16 outputs, Z31 bytes 0x0f. The
-// float part uses Z0..Z9 as gemmQ4KTile2V's.
+// sub-blocks' sums, Z12 sumi, Z24 the 16 outputs' sums, Z25 their smin,
+// Z31 bytes 0x0f. The float part uses Z0..Z9 as gemmQ4KTile2V's.
 func decodeKernel(p func(string, ...any), v decodeVariant) {
 	name := "gemmQ4KPanel2V" + v.suffix
 	p("")
@@ -339,6 +358,7 @@ func decodeKernel(p func(string, ...any), v decodeVariant) {
 	p("\tVPBROADCASTD AX, Z31")
 	p("\tVMOVUPS (R11), Y24")
 	p("\tVINSERTF64X4 $1, (R11)(R12*1), Z24, Z24")
+	p("\tVPXORD Z25, Z25, Z25")
 	p("")
 	p("loop_%s:", name)
 	for q := 0; q < 4; q++ {
@@ -396,16 +416,15 @@ func decodeKernel(p func(string, ...any), v decodeVariant) {
 	p("\tVMULPS Z7, Z4, Z8") // d = f16(x.d)*dy
 	p("\tVMULPS Z7, Z5, Z9") // dmin = f16(x.dmin)*dy
 	p("\tVCVTDQ2PS Z12, Z7")
-	p("\tVMULPS Z7, Z8, Z8") // d*float32(sumi)
-	p("\tVADDPS Z24, Z8, Z8")
+	p("\tVFMADD231PS Z8, Z7, Z24") // sum = fma(float32(sumi), d, sum)
 	p("\tVCVTDQ2PS Z6, Z6")
-	p("\tVMULPS Z6, Z9, Z9") // dmin*float32(sumMins)
-	p("\tVSUBPS Z9, Z8, Z24")
+	p("\tVFMADD231PS Z9, Z6, Z25") // smin = fma(float32(sumMins), dmin, smin)
 	p("\tADDQ $%d, SI", q4kTileBytes)
 	p("\tADDQ $292, DI")
 	p("\tADDQ $16, BX")
 	p("\tDECQ CX")
 	p("\tJNZ loop_%s", name)
+	p("\tVSUBPS Z25, Z24, Z24") // sum - smin
 	p("\tVMOVUPS Y24, (R11)")
 	p("\tVEXTRACTF64X4 $1, Z24, (R11)(R12*1)")
 	p("\tVZEROUPPER")
