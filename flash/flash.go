@@ -13,7 +13,8 @@
 // what it learned across an engine's requests.
 //
 // It is a speculate.Strategy: the speculate.Decoder's pipeline runs it, and
-// verification stays lossless (pruned nodes are treated as rejected).
+// verification stays lossless (a pruned node is still verified from its
+// parent's row; accepted, it ends the step).
 package flash
 
 import (
@@ -46,11 +47,17 @@ type Setup struct {
 	// cost model by and teaches, shared by the generations that use it
 	// (and by auto mode); nil: one per decoder.
 	Estimator *cost.Estimator
+	// Fixed uses Cost as given: nothing is learned from the machine's
+	// timings, so trees take the same shapes on every run and a seed
+	// gives the same output whatever the load (tests, comparisons).
+	// Otherwise the shapes follow the timings (the output is distributed
+	// the same either way).
+	Fixed bool
 }
 
 // Make is a new strategy for one decoder.
 func (su *Setup) Make(cfg speculate.Config) (speculate.Strategy, error) {
-	f := &strategy{cfg: cfg, pruner: su.Pruner, trace: su.Trace, est: su.Estimator}
+	f := &strategy{cfg: cfg, pruner: su.Pruner, trace: su.Trace, est: su.Estimator, fixed: su.Fixed}
 	if f.est == nil {
 		f.est = new(cost.Estimator)
 	}
@@ -69,6 +76,7 @@ type strategy struct {
 	pruner *Pruner
 	trace  func([]PruneSample)
 	est    *cost.Estimator
+	fixed  bool // Setup.Fixed: est is neither applied nor taught
 
 	layer   int  // target layers run before pruning; 0: no stop mid-pass
 	pruning bool // a predictor is set and pruning is on
@@ -94,7 +102,9 @@ type strategy struct {
 
 func (f *strategy) Init(s *speculate.Step) error {
 	layers := s.Target.Model().Config.Layers
-	f.est.Apply(f.cost)
+	if !f.fixed {
+		f.est.Apply(f.cost)
+	}
 	switch {
 	case f.cfg.Ablation.NoPrune:
 		s.Stats.PruneNote = "off (--no-prune)"
@@ -141,8 +151,11 @@ func (f *strategy) Draft(s *speculate.Step) (speculate.DraftKind, error) {
 	if f.cfg.Ablation.NoGainCost || f.cost == nil {
 		err = s.Drafter.Draft(s.Context, speculate.Shape{Width: f.cfg.TreeWidth, Depth: f.cfg.TreeDepth, Max: min(f.cfg.DraftMax, s.Room)}, s.Tree)
 	} else {
-		err = s.Drafter.DraftGainCost(s.Context, speculate.GainCost{Cost: f.cost, MaxNodes: min(f.cfg.MaxNodes, s.Room),
-			Unbatched: f.cfg.Ablation.NoBatchDraft, PerNode: f.est.PerNode(), RowFloor: f.est.RowFloor(), TileSteps: f.est.TileSteps()}, s.Tree)
+		g := speculate.GainCost{Cost: f.cost, MaxNodes: min(f.cfg.MaxNodes, s.Room), Unbatched: f.cfg.Ablation.NoBatchDraft}
+		if !f.fixed {
+			g.PerNode, g.RowFloor, g.TileSteps = f.est.PerNode(), f.est.RowFloor(), f.est.TileSteps()
+		}
+		err = s.Drafter.DraftGainCost(s.Context, g, s.Tree)
 	}
 	s.Stats.DraftPasses += s.Drafter.DraftPasses()
 	s.Stats.MaxTree = max(s.Stats.MaxTree, s.Tree.Len())
@@ -245,8 +258,10 @@ func (f *strategy) Head(s *speculate.Step) []int {
 // verified step, then learns from its timings.
 func (f *strategy) Observe(s *speculate.Step) {
 	f.afterStep(s)
-	f.observeOverhead(s)
-	f.learnScales(s)
+	if !f.fixed {
+		f.observeOverhead(s)
+		f.learnScales(s)
+	}
 }
 
 // afterStep records the pruning outcome and the training samples of a

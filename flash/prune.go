@@ -74,8 +74,9 @@ func (f *strategy) features(s *speculate.Step) error {
 // path, and every node the predictor does not expect to be rejected, with
 // the safeguards: a node is pruned only where the lens is confident at its
 // parent, never more than MaxFrac of the tree, never below MinKeep rows.
-// A pruned node takes its descendants with it and, under sampling, its
-// later-drawn siblings (children must stay a prefix of the draws).
+// A pruned node takes its descendants with it (their rows attend to its
+// KV); it stays a candidate of verification, which ends the step there if
+// it is accepted.
 func (f *strategy) choose(s *speculate.Step) []int {
 	t := s.Tree
 	pr := f.pruner
@@ -107,7 +108,6 @@ func (f *strategy) choose(s *speculate.Step) []int {
 	pruned := make([]bool, n)
 	count := 0
 	maxPrune := int(pr.MaxFrac * float64(n))
-	sampled := !s.Greedy()
 	f.set = slices.Grow(f.set[:0], n)[:n]
 	for _, c := range f.order {
 		if pruned[c] {
@@ -115,13 +115,6 @@ func (f *strategy) choose(s *speculate.Step) []int {
 		}
 		clear(f.set)
 		f.set[c] = true
-		if sampled {
-			for i := int(c) + 1; i < n; i++ {
-				if t.Parent[i] == t.Parent[c] {
-					f.set[i] = true
-				}
-			}
-		}
 		add, ok := 0, true
 		for i := range n {
 			if p := t.Parent[i]; p >= 0 && f.set[p] {

@@ -24,8 +24,9 @@ const PruneFeatures = 6
 // is accepted once its parent is. After Layer target layers, nodes scoring
 // below Threshold are dropped from the rest of the verify pass with their
 // descendants, never the draft's main path, never more than MaxFrac of the
-// tree, never below MinKeep rows. Verification treats them as rejected, so
-// the output is unchanged: pruning only risks accepting fewer tokens.
+// tree, never below MinKeep rows. Verification still checks a pruned node
+// against its parent's row, and an accepted one ends the step, so the
+// output is unchanged: pruning only risks accepting fewer tokens.
 type Pruner struct {
 	Layer     int       `json:"layer"`     // target layers run before pruning
 	Mean      []float64 `json:"mean"`      // (PruneFeatures) feature standardisation

@@ -85,6 +85,16 @@ type cand struct {
 	order  int     // rank among its siblings' draws (stochastic drafts)
 	prob   float64 // the draft's probability of tok at parent
 	q      []sample.Candidate
+	// Stochastic drafts: path is score with the token actually drawn
+	// (what its descendants are scored from), and expect is the
+	// estimated chance that a draw of this order is accepted, averaged
+	// over what was left of q to draw from (RankStats.acceptDraw). A
+	// draw's own score (score, expect) must not depend on the token it
+	// gave: speculative sampling is exact only over q's draws as drawn,
+	// and a tree that kept likely draws and dropped unlikely ones would
+	// bias the output towards the draft's favourites.
+	path   float64
+	expect float64
 }
 
 // NewModelDrafter returns a drafter running m with a context of ctx tokens.
@@ -190,7 +200,7 @@ func (d *ModelDrafter) Draft(ctx []int32, shape Shape, t *Tree) error {
 		frontierScore = frontierScore[:0]
 		for _, c := range chosen {
 			frontier = append(frontier, d.addNode(t, c))
-			frontierScore = append(frontierScore, c.score)
+			frontierScore = append(frontierScore, c.path)
 		}
 		if depth == shape.Depth || t.Len() >= shape.Max {
 			break
@@ -358,8 +368,9 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 				break // masked: fewer tokens allowed than the width
 			}
 			lp := float64(logits[id]) - lse
+			sc := score + d.nodeScore(rank, lp)
 			d.cands = append(d.cands, cand{parent: p, tok: id, rank: rank, order: rank, prob: math.Exp(lp),
-				score: score + d.nodeScore(rank, lp)})
+				score: sc, path: sc})
 		}
 		return
 	}
@@ -367,11 +378,24 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 	// without replacement; verification undoes each draw in the same order.
 	q := slices.Clone(d.sampler.Distribution(logits))
 	left := make([]float32, len(q))
+	// What is left of q to draw from: its mass, and by probability bin
+	// its mass and sum of squares, and its sum of q·log q, from which a
+	// draw's score is taken before the draw.
+	var rest, qlogq float64
+	var binMass, binSq [probBins]float64
 	for i, c := range q {
 		left[i] = c.P
+		if x := float64(c.P); x > 0 {
+			rest += x
+			qlogq += x * math.Log(x)
+			binMass[probBin(x)] += x
+			binSq[probBin(x)] += x * x
+		}
 	}
 	var mass float32 = 1
 	for order := 0; order < width && mass > 1e-6; order++ {
+		expLogP := qlogq / max(rest, 1e-30)
+		expect := d.ranks.acceptDraw(&binMass, &binSq, order)
 		r := d.sampler.Uniform() * mass
 		pick := -1
 		var acc float32
@@ -388,10 +412,15 @@ func (d *ModelDrafter) expand(p int32, score float64, logits []float32, width in
 		if pick < 0 {
 			break
 		}
-		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, rank: order, order: order, q: q, prob: float64(q[pick].P),
-			score: score + d.nodeScore(order, math.Log(float64(q[pick].P)))})
+		x := float64(q[pick].P)
+		d.cands = append(d.cands, cand{parent: p, tok: q[pick].ID, rank: order, order: order, q: q, prob: x,
+			score: score + d.nodeScore(order, expLogP), path: score + d.nodeScore(order, math.Log(x)), expect: expect})
 		mass -= left[pick]
 		left[pick] = 0
+		rest -= x
+		qlogq -= x * math.Log(x)
+		binMass[probBin(x)] -= x
+		binSq[probBin(x)] -= x * x
 	}
 }
 
@@ -506,6 +535,35 @@ func (st *RankStats) accept(q float64, rank int) float64 {
 	w := st.drafted[rk] / (st.drafted[rk] + 2*weight)
 	prior := w*(st.accepted[rk]/max(st.drafted[rk], 1e-9)) + (1-w)*q
 	return (st.probAccepted[r][b] + weight*prior) / (st.probDrafted[r][b] + weight)
+}
+
+// acceptDraw is accept averaged over a draw from a distribution whose
+// probability mass in each bin is mass[b], with sq[b] the sum of the
+// squares of its probabilities there (accept is linear in q within a
+// bin): the estimated acceptance of a sampled draft node before its token
+// is known, whatever the draw gives.
+func (st *RankStats) acceptDraw(mass, sq *[probBins]float64, rank int) float64 {
+	r := min(rank, 1)
+	const weight = 4 // as accept's
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	rk := min(rank, maxRanks-1)
+	w := st.drafted[rk] / (st.drafted[rk] + 2*weight)
+	rate := st.accepted[rk] / max(st.drafted[rk], 1e-9)
+	var total, sum float64
+	for b := range probBins {
+		m := mass[b]
+		if !(m > 0) {
+			continue
+		}
+		s := min(max(sq[b], 0), m)
+		total += m
+		sum += (m*(st.probAccepted[r][b]+weight*w*rate) + weight*(1-w)*s) / (st.probDrafted[r][b] + weight)
+	}
+	if total <= 0 {
+		return 0
+	}
+	return sum / total
 }
 
 // nodeScore is the log of the estimated chance that a node of the given

@@ -57,8 +57,10 @@ const maxGainCostDepth = 32
 // together in one batched draft pass.
 //
 // Siblings are added in their draw order (greedy: rank order), so each
-// node's children stay a prefix of its draws and speculative sampling
-// over the tree remains exact.
+// node's children stay a prefix of its draws, and a sampled node's score
+// is what a draw of its order is expected to be worth, not what the token
+// drawn is (cand.expect): which draws enter the tree does not depend on
+// what they drew, and speculative sampling over the tree remains exact.
 func (d *ModelDrafter) DraftGainCost(ctx []int32, g GainCost, t *Tree) error {
 	d.preempted = false
 	if len(ctx) == 0 || g.MaxNodes <= 0 || g.Cost == nil {
@@ -208,7 +210,11 @@ func (d *ModelDrafter) pushChildren(p int32, logits []float32, width int) {
 		d.ranks.noteTop(d.cands[0].prob)
 	}
 	for _, c := range d.cands {
-		c.score = parentRaw * d.ranks.pathFactor(depth, c.rank) * d.ranks.accept(c.prob, c.rank)
+		a := c.expect // sampled: not by the token drawn (cand.expect)
+		if c.q == nil {
+			a = d.ranks.accept(c.prob, c.rank)
+		}
+		c.score = parentRaw * d.ranks.pathFactor(depth, c.rank) * a
 		heap.Push(&d.heap, c)
 	}
 }

@@ -25,8 +25,9 @@ type Strategy interface {
 	Draft(s *Step) (DraftKind, error)
 	// Verify runs the target's pass over s.Batch (the pending token and
 	// the tree), s.Forward for most modes. A strategy may drop rows
-	// mid-pass: it marks their nodes in s.Pruned, and the walk treats
-	// them as rejected.
+	// mid-pass: it marks their nodes in s.Pruned. The walk still verifies
+	// them against their parents' rows, but cannot go past one: an
+	// accepted pruned node is the last token of the step.
 	Verify(s *Step) error
 	// Head lists the verify rows whose logits one head pass computes
 	// before the walk (nil: every row as the walk reaches it).
@@ -58,7 +59,7 @@ type Step struct {
 	Tree    *Tree   // the step's draft
 	Room    int     // nodes the target's context has room for
 	Batch   model.Batch
-	Pruned  []bool // per node, set by Verify: dropped from verification (nil: none)
+	Pruned  []bool // per node, set by Verify: its row dropped mid-pass, so the walk ends at it (nil: none)
 
 	// Set once verified: the accepted nodes and the bonus token.
 	Path  []int32

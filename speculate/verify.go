@@ -1,10 +1,6 @@
 package speculate
 
-import (
-	"slices"
-
-	"shade/sample"
-)
+import "shade/sample"
 
 // verifier walks a drafted tree against the target's logits and decides,
 // node by node, which draft tokens the target keeps. Greedy: a child is
@@ -20,9 +16,13 @@ type verifier struct {
 	sampler *sample.Sampler
 	p, q    []float32 // dense, vocab-sized
 	kids    []int32
-	// skip, when set, marks nodes pruned from verification: they are not
-	// candidates at all. Pruning drops a node with every later draw of its
-	// parent, so the children left stay a prefix of the draws.
+	// skip, when set, marks nodes pruned from verification: their rows
+	// were not computed to the end. A pruned node is still a candidate,
+	// verified against its parent's row like any other (dropping it would
+	// make the candidates depend on which tokens were drawn, since pruning
+	// looks at them, and speculative sampling is exact only over the draws
+	// as drawn); accepted, its token ends the step as the one produced
+	// after the path, since its own row's logits are not there to go on.
 	skip []bool
 	// onToken, if set, sees every token the walk produces with the
 	// target's logits of the row it was chosen from (Decoder.OnToken).
@@ -47,15 +47,15 @@ func (v *verifier) walk(t *Tree, logits func(row int) ([]float32, error), path [
 			return path, 0, err
 		}
 		v.kids = t.Children(cur, v.kids[:0])
-		if v.skip != nil {
-			v.kids = slices.DeleteFunc(v.kids, func(k int32) bool { return v.skip[k] })
-		}
 		var next int32
 		var bonus int32
 		if v.sampler.Params().Greedy() {
 			next, bonus = v.greedy(t, l)
 		} else {
 			next, bonus = v.stochastic(t, l)
+		}
+		if next >= 0 && v.skip != nil && v.skip[next] {
+			next, bonus = -1, t.Tokens[next] // pruned: the step ends with it
 		}
 		if v.onToken != nil {
 			tok := bonus
