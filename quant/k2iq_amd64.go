@@ -2,6 +2,8 @@
 
 package quant
 
+import "unsafe"
+
 // Every amd64 set (all need AVX2) takes the AVX2 Q2_K and IQ4_XS dots of
 // k2iq_amd64.s and, as gemmK (the set's gemmK keeps its other types), the
 // batched row kernels of k2iqg_amd64.s on gemmK35's tiling.
@@ -14,7 +16,7 @@ var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 		case Q2_K:
 			gemmK2IQ(dotQ2_KQ8_KAVX2, q2kRowAVX2, q2_KBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		case IQ4_XS:
-			gemmIQ4XS(w, rb, lo, hi, a, arb, n, y, ys)
+			gemmK2IQ(dotIQ4_XSQ8_KAVX2, iq4xsRowK35, iq4_XSBytes, w, rb, lo, hi, a, arb, n, y, ys)
 		default:
 			prev(t, w, rb, lo, hi, a, arb, n, y, ys)
 		}
@@ -22,15 +24,11 @@ var _ = haveAVX2FMA && archHook(func(s *kernelSet) {
 	s.gemmKTypes |= 1<<Q2_K | 1<<IQ4_XS
 })
 
-// gemmK2IQ is gemmKGo for Q2_K weights (blocks of bs bytes; IQ4_XS has
-// gemmIQ4XS, whose kernel hands back eight lanes an output):
+// gemmK2IQ is gemmKGo for Q2_K or IQ4_XS weights (blocks of bs bytes):
 // one activation row takes the row dot kernel dot (unpacking a super-block
 // for one row costs more than it saves), more take the batched row kernel
 // f on gemmK35's tiling. Both give every output the twin's bits.
 func gemmK2IQ(dot func(w, a *byte, nb int) float32, f k35RowFunc, bs int, w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
-	if k35Acts > 16 {
-		panic("quant: q2kRowAVX2 keeps at most 16 activation rows' lanes")
-	}
 	nb := rb / bs
 	if n != 1 || nb == 0 || lo >= hi {
 		gemmK35(f, nil, bs, w, rb, lo, hi, a, arb, n, y, ys)
@@ -67,48 +65,15 @@ func dotIQ4_XSQ8_K_amd64(w, a []byte) float32 {
 	return dotIQ4_XSQ8_KAVX2(&w[0], &a[0], nb)
 }
 
-// iq4xsActs bounds the activation rows one iq4xsRowAVX2 call takes, so
-// their float32 accumulators fit on gemmIQ4XS's stack.
-const iq4xsActs = 64
-
-// gemmIQ4XS is gemmKGo for IQ4_XS weights on gemmK35's tiling: one
-// activation row takes the row dot kernel, more the batched kernel
-// iq4xsRowAVX2, which leaves each row's eight lane accumulators for hsum8
-// here. Every output gets the twin's bits, whatever the batch.
-func gemmIQ4XS(w []byte, rb, lo, hi int, a []byte, arb, n int, y []float32, ys int) {
-	if lo >= hi || n <= 0 {
-		return
-	}
-	nb := rb / iq4_XSBytes
-	if nb == 0 {
-		for i := 0; i < n; i++ {
-			clear(y[i*ys+lo : i*ys+hi])
-		}
-		return
-	}
-	// The assembly reads unchecked: check the last of each.
-	_ = w[(hi-1)*rb+nb*iq4_XSBytes-1]
-	_ = a[(n-1)*arb+nb*q8_KBytes-1]
-	_ = y[(n-1)*ys+hi-1]
-	if n == 1 {
-		for r := lo; r < hi; r++ {
-			y[r] = dotIQ4_XSQ8_KAVX2(&w[r*rb], &a[0], nb)
-		}
-		return
-	}
-	var acc [iq4xsActs * 8]float32
-	acts := max(1, min(k35Acts, iq4xsActs))
-	for r0 := lo; r0 < hi; r0 += k35TileRows {
-		r1 := min(r0+k35TileRows, hi)
-		for c0 := 0; c0 < n; c0 += acts {
-			c := min(acts, n-c0)
-			for r := r0; r < r1; r++ {
-				iq4xsRowAVX2(&w[r*rb], &a[c0*arb], arb, nb, &acc[0], c)
-				for i := 0; i < c; i++ {
-					y[(c0+i)*ys+r] = hsum8((*[8]float32)(acc[8*i:]))
-				}
-			}
-		}
+// iq4xsRowK35 is iq4xsRowAVX2 as a k35RowFunc, for gemmK35's tiling: the
+// kernel leaves each row's eight lanes, added here in hsum8's order. c is
+// at most 16 (gemmK35's groups).
+func iq4xsRowK35(w, a *byte, arb, nb int, y *float32, ys, c int) {
+	var acc [16 * 8]float32
+	iq4xsRowAVX2(w, a, arb, nb, &acc[0], c)
+	out := unsafe.Slice(y, (c-1)*ys+1)
+	for i := range c {
+		out[i*ys] = hsum8((*[8]float32)(acc[8*i:]))
 	}
 }
 
