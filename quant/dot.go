@@ -140,9 +140,7 @@ func dotQ6_KQ8_KGo(w, a []byte) float32 {
 			lane[l] -= 32 * (int32(int8(x[192+2*l]))*b0 + int32(int8(x[192+2*l+1]))*b1)
 		}
 		d := f32At(y[0:]) * f16At(x[208:])
-		for l := range acc {
-			acc[l] = fma32(d, float32(lane[l]), acc[l])
-		}
+		fmaLane8(&acc, d, &lane)
 	}
 	return hsum8(&acc)
 }

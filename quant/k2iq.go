@@ -106,9 +106,7 @@ func dotQ2_KQ8_KGo(w, a []byte) float32 {
 				}
 			}
 		}
-		for l := 0; l < 8; l++ {
-			acc[l] = fma32(d, float32(sumi[l]), acc[l])
-		}
+		fmaLane8(&acc, d, &sumi)
 	}
 	return hsum8(&acc)
 }
@@ -139,9 +137,7 @@ func dotIQ4_XSQ8_KGo(w, a []byte) float32 {
 			}
 		}
 		d := f16At(x[0:]) * f32At(y[0:])
-		for l := range acc {
-			acc[l] = fma32(d, float32(lane[l]), acc[l])
-		}
+		fmaLane8(&acc, d, &lane)
 	}
 	return hsum8(&acc)
 }

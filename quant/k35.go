@@ -114,9 +114,7 @@ func dotQ3_KQ8_KGo(w, a []byte) float32 {
 			}
 		}
 		d := f32At(y[0:]) * f16At(x[108:])
-		for l := range acc {
-			acc[l] = fma32(d, float32(lane[l]), acc[l])
-		}
+		fmaLane8(&acc, d, &lane)
 	}
 	return hsum8(&acc)
 }
@@ -169,9 +167,7 @@ func dotQ5_KQ8_KGo(w, a []byte) float32 {
 		d := dy * f16At(x[0:])
 		dmin := -dy * f16At(x[2:])
 		summs = fma32(dmin, float32(sumMins), summs)
-		for l := range acc {
-			acc[l] = fma32(d, float32(lane[l]), acc[l])
-		}
+		fmaLane8(&acc, d, &lane)
 	}
 	return hsum8(&acc) + summs
 }

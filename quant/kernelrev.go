@@ -4,4 +4,4 @@ package quant
 
 // kernelRevision is the digest of this package's Go and assembly files
 // (internal/srcdigest), for KernelRevision.
-const kernelRevision = "96a8e1958833e5a6"
+const kernelRevision = "fb094652238ed43c"

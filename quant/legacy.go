@@ -306,12 +306,19 @@ func hsum8(acc *[8]float32) float32 {
 // fmaLanes adds d times the block's eight lane sums of q·qy (qy the 32
 // int8 quants of a Q8_0 or Q8_1 block) to acc, one rounding a lane.
 func fmaLanes(acc *[8]float32, d float32, q *[qk4_1]int32, qy []byte) {
-	for l := 0; l < 8; l++ {
-		var s int32
-		for e := 4 * l; e < 4*l+4; e++ {
-			s += q[e] * int32(int8(qy[e]))
-		}
-		acc[l] = fma32(d, float32(s), acc[l])
+	var lane [8]int32
+	for e := range q {
+		lane[e/4] += q[e] * int32(int8(qy[e]))
+	}
+	fmaLane8(acc, d, &lane)
+}
+
+// fmaLane8 adds d times each of eight integer lane sums to its float32
+// lane, one fused rounding a lane: the step of every ggml AVX2 dot that
+// keeps eight lanes (_mm256_fmadd_ps of the converted int32 lanes).
+func fmaLane8(acc *[8]float32, d float32, lane *[8]int32) {
+	for l := range acc {
+		acc[l] = fma32(d, float32(lane[l]), acc[l])
 	}
 }
 
